@@ -1,0 +1,281 @@
+"""Rank correlation coefficients, plain and top-weighted.
+
+PURE module: numpy, scipy and the standard library only.
+
+Every function takes two arrays of *ranks* of the same items: position ``i`` of both arrays is the
+same item, rank 1 is the top, and tied items carry their average rank (``ranks_from_scores``
+produces such arrays). All coefficients are instances of Kendall's general form (Lombardo et al.,
+Eq. 7)
+
+    Γ = Σ_ij a_ij b_ij / sqrt(Σ_ij a_ij² · Σ_ij b_ij²),
+
+with, for the weighted versions (Eq. 8), ``a_ij = sqrt(w_i w_j)·(a_j - a_i)`` (ρ_w) or
+``a_ij = sqrt(w_i w_j)·sign(a_j - a_i)`` (τ_w), and the additive weights of Eq. 9,
+
+    w_i = (f(a_i) + f(b_i)) / Σ_j (f(a_j) + f(b_j)),   f(n) = 1/(n + n0)².
+
+Normalising τ_w by Γ's denominator makes it a Kendall τ_b analogue: pairs tied in one ranking drop
+out of that ranking's sum. Without ties the denominator is ``1 - Σ_i w_i²``, the Z({w_i}) of Eq. 8.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import polygamma
+from scipy.stats import rankdata
+
+__all__ = [
+    "first_rank_weight",
+    "kendall",
+    "rank_weights",
+    "ranks_from_scores",
+    "spearman",
+    "weighted_kendall",
+    "weighted_spearman",
+]
+
+
+def ranks_from_scores(scores, *, higher_is_better: bool = True) -> np.ndarray:
+    """Ranks of ``scores`` (1 = best) with average ranks for ties.
+
+    Parameters
+    ----------
+    scores : array_like of float
+        One score per item; must be finite.
+    higher_is_better : bool
+        If True (the default) the highest score gets rank 1.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.ndim != 1:
+        raise ValueError(f"scores must be one-dimensional, got shape {values.shape}")
+    if not np.all(np.isfinite(values)):
+        first_bad = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise ValueError(f"scores must be finite; position {first_bad} holds {values[first_bad]!r}")
+    return rankdata(-values if higher_is_better else values, method="average")
+
+
+def first_rank_weight(n0: float) -> float:
+    """Weight fraction of the first rank in an infinite ranking, R(n0) (Lombardo et al., §3).
+
+    ``R(n0) = f(1; n0) / Σ_{n≥1} f(n; n0) = 1 / ((n0 + 1)² · ψ⁽¹⁾(n0 + 1))``, where ψ⁽¹⁾ is the
+    trigamma function. R(0) ≈ 0.61 and R(2) ≈ 0.28.
+    """
+    n0 = _check_offset(n0)
+    return float(1.0 / ((n0 + 1.0) ** 2 * polygamma(1, n0 + 1.0)))
+
+
+def rank_weights(ranks_a, ranks_b, n0: float = 2.0) -> np.ndarray:
+    """Normalised additive weights of Eq. 9: ``w_i = (f(a_i)+f(b_i)) / Σ_j (f(a_j)+f(b_j))``.
+
+    ``f(n) = 1/(n + n0)²`` (Lombardo et al., §3). The weights sum to one.
+    """
+    a, b = _check_ranks(ranks_a, ranks_b)
+    return _weights(a, b, _check_offset(n0))
+
+
+def weighted_spearman(ranks_a, ranks_b, n0: float = 2.0) -> float:
+    """Weighted Spearman ρ_w (Lombardo et al., Eq. 8, weights of Eq. 9).
+
+    ``ρ_w = Σ_i w_i (a_i - ā)(b_i - b̄) / (σ_a σ_b)`` with ``ā = Σ_i w_i a_i`` and
+    ``σ_a² = Σ_i w_i (a_i - ā)²`` (and likewise for b). This is Γ of Eq. 7 with
+    ``a_ij = sqrt(w_i w_j)(a_j - a_i)``, with or without ties.
+
+    Returns NaN when one ranking puts every item on the same rank (σ = 0).
+    """
+    a, b = _check_ranks(ranks_a, ranks_b)
+    w = _weights(a, b, _check_offset(n0))
+    return _pearson_weighted(a, b, w)
+
+
+def spearman(ranks_a, ranks_b) -> float:
+    """Spearman's ρ: Pearson's correlation of the ranks (Eq. 7 with ``a_ij = a_j - a_i``).
+
+    Equals ``scipy.stats.spearmanr`` when the inputs are ranks 1..n with average ranks for ties.
+    Returns NaN when one ranking is constant.
+    """
+    a, b = _check_ranks(ranks_a, ranks_b)
+    w = np.full(a.size, 1.0 / a.size)
+    return _pearson_weighted(a, b, w)
+
+
+def weighted_kendall(ranks_a, ranks_b, n0: float = 2.0) -> float:
+    """Weighted Kendall τ_w (Lombardo et al., Eq. 7-9), in O(n log n).
+
+    ``τ_w = Σ_{i≠j} w_i w_j sign(a_j - a_i) sign(b_j - b_i) / Z`` with the weights of Eq. 9 and,
+    following Γ of Eq. 7, ``Z = sqrt(Σ_{i≠j} w_i w_j sign(a_j - a_i)² · Σ_{i≠j} w_i w_j sign(b_j - b_i)²)``.
+    A pair tied in one ranking drops out of that ranking's sum, so
+    ``Z = sqrt((1 - Σ_g W_g²)(1 - Σ_h W_h²))`` where ``W_g`` is the total weight of a group of items
+    tied in ranking a (``h`` likewise for b); without ties ``Z = 1 - Σ_i w_i²``.
+
+    The numerator is computed from the weighted count of discordant pairs, obtained in
+    O(n log n) by a vectorised divide and conquer over positions (see ``_weighted_inversions``).
+
+    Returns NaN when one ranking puts every item on the same rank (Z = 0).
+    """
+    a, b = _check_ranks(ranks_a, ranks_b)
+    w = _weights(a, b, _check_offset(n0))
+    return _kendall_gamma(a, b, w)
+
+
+def kendall(ranks_a, ranks_b) -> float:
+    """Kendall's τ_b (Eq. 7 with ``a_ij = sign(a_j - a_i)``), in O(n log n).
+
+    The uniform-weight case of ``weighted_kendall``; equals ``scipy.stats.kendalltau`` (variant 'b').
+    Returns NaN when one ranking is constant.
+    """
+    a, b = _check_ranks(ranks_a, ranks_b)
+    w = np.full(a.size, 1.0 / a.size)
+    return _kendall_gamma(a, b, w)
+
+
+# --- internals ---------------------------------------------------------------------------------
+
+
+def _check_offset(n0: float) -> float:
+    n0 = float(n0)
+    if not math.isfinite(n0) or n0 <= -1.0:
+        raise ValueError(f"the weight offset n0 must be a finite number greater than -1, got {n0!r}")
+    return n0
+
+
+def _check_ranks(ranks_a, ranks_b) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(ranks_a, dtype=np.float64)
+    b = np.asarray(ranks_b, dtype=np.float64)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"ranks must be one-dimensional arrays, got shapes {a.shape} and {b.shape}")
+    if a.size != b.size:
+        raise ValueError(f"both rankings must rank the same items: got {a.size} and {b.size} ranks")
+    if a.size < 2:
+        raise ValueError(f"a correlation needs at least two items, got {a.size}")
+    for name, ranks in (("ranks_a", a), ("ranks_b", b)):
+        if not np.all(np.isfinite(ranks)):
+            first_bad = int(np.flatnonzero(~np.isfinite(ranks))[0])
+            raise ValueError(f"{name} must be finite; position {first_bad} holds {ranks[first_bad]!r}")
+        if ranks.min() < 1.0:
+            first_bad = int(np.argmin(ranks))
+            raise ValueError(f"{name} must start at 1 (the top); position {first_bad} holds {ranks[first_bad]!r}")
+    return a, b
+
+
+def _weights(a: np.ndarray, b: np.ndarray, n0: float) -> np.ndarray:
+    raw = 1.0 / (a + n0) ** 2 + 1.0 / (b + n0) ** 2
+    return raw / raw.sum()
+
+
+def _pearson_weighted(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
+    da = a - w @ a
+    db = b - w @ b
+    var_a = w @ (da * da)
+    var_b = w @ (db * db)
+    if var_a <= 0.0 or var_b <= 0.0:
+        return math.nan
+    value = (w @ (da * db)) / math.sqrt(var_a * var_b)
+    return float(min(1.0, max(-1.0, value)))
+
+
+def _dense_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense integer ranks (0 = smallest) of ``values``, with the sorting order and tie-group starts."""
+    order = np.argsort(values)
+    ordered = values[order]
+    change = np.concatenate(([False], ordered[1:] != ordered[:-1]))
+    dense = np.empty(values.size, dtype=np.int64)
+    dense[order] = np.cumsum(change)
+    starts = np.flatnonzero(np.concatenate(([True], change[1:])))
+    return dense, order, starts
+
+
+def _tie_square_sum(order: np.ndarray, starts: np.ndarray, w: np.ndarray) -> float:
+    """Σ_g W_g² over the groups of tied items (singletons included), given a sorting order."""
+    group_weight = np.add.reduceat(w[order], starts)
+    return float(group_weight @ group_weight)
+
+
+def _kendall_gamma(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
+    dense_a, order_a, starts_a = _dense_ranks(a)
+    dense_b, order_b, starts_b = _dense_ranks(b)
+    if starts_a.size == 1 or starts_b.size == 1:
+        return math.nan  # one ranking puts every item on the same rank: Z = 0
+    tied_a = _tie_square_sum(order_a, starts_a, w)
+    tied_b = _tie_square_sum(order_b, starts_b, w)
+
+    # Sort by a, ties by b: inside a group tied in a, b ascends, so none of its pairs is discordant.
+    joint_key = dense_a * np.int64(starts_b.size) + dense_b
+    order = np.argsort(joint_key)
+    joint_sorted = joint_key[order]
+    joint_starts = np.flatnonzero(np.concatenate(([True], joint_sorted[1:] != joint_sorted[:-1])))
+    tied_joint = _tie_square_sum(order, joint_starts, w)
+
+    total = float(w.sum())
+    total_sq = total * total  # 1 up to rounding; kept so that uniform weights give τ_b exactly
+    discordant = _weighted_inversions(dense_b[order], w[order])
+    # Over ordered pairs i≠j, with the items sorted by (a, b): pairs not tied in b weigh
+    # (Σw)² - Σ_h U_h²; among them the pairs tied in a but not in b weigh Σ_g W_g² - Σ_joint V² and
+    # score 0; the rest score +1 unless discordant (-1), and discordant pairs weigh 2·D. Hence
+    # Σ_{i≠j} w_i w_j s_a s_b = (Σw)² - Σ_h U_h² - (Σ_g W_g² - Σ_joint V²) - 4·D.
+    numerator = total_sq - tied_b - tied_a + tied_joint - 4.0 * discordant
+    denominator_sq = (total_sq - tied_a) * (total_sq - tied_b)
+    value = numerator / math.sqrt(denominator_sq)
+    return float(min(1.0, max(-1.0, value)))
+
+
+def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
+    """D = Σ_{i<j, keys_i > keys_j} weights_i · weights_j, in O(n log n) with numpy only.
+
+    ``keys`` are non-negative integers. The sequence is padded to a power of two, 2^L, with
+    weightless items. Items are visited in order of key (ties by position); positions are split
+    top-down by their bits, from the most significant: at the level of bit ℓ, the positions that
+    agree above ℓ form a group whose left half has bit ℓ = 0. In key order, the left-half weight
+    still to come after a right-half item is the weight of the earlier items with a larger key:
+    one cumulative sum per group gives the level's share of D. A stable partition of every group
+    (left half first, order kept) prepares the next level. L levels of O(2^L) array operations.
+    """
+    n = keys.size
+    size = 1 << max(1, (n - 1).bit_length())
+    padded_keys = np.full(size, int(keys.max()) + 1, dtype=np.int64)
+    padded_keys[:n] = keys
+    padded_weights = np.zeros(size)
+    padded_weights[:n] = weights
+    index = np.arange(size, dtype=np.int64)
+    position = np.argsort(padded_keys * size + index).astype(np.int32)  # by key, ties by position
+    weight = padded_weights[position]
+
+    # Preallocated buffers: fresh large arrays at every level would cost more than the arithmetic.
+    bit = np.empty(size, dtype=np.int32)
+    is_right = np.empty(size, dtype=bool)
+    right_weight = np.empty(size)
+    left_after = np.empty(size)
+    gather = np.empty(size, dtype=np.int64)
+    position_next = np.empty_like(position)
+    weight_next = np.empty_like(weight)
+
+    total = 0.0
+    group = size
+    while group > 1:
+        half = group >> 1
+        rows = size // group
+        np.right_shift(position, half.bit_length() - 1, out=bit)
+        np.bitwise_and(bit, 1, out=bit)
+        np.multiply(weight, bit, out=right_weight)
+        np.subtract(weight, right_weight, out=left_after)
+        per_group = left_after.reshape(rows, group)
+        np.cumsum(per_group, axis=1, out=per_group)
+        np.subtract(per_group[:, -1:], per_group, out=per_group)
+        total += float(np.dot(right_weight, left_after))
+
+        np.not_equal(bit, 0, out=is_right)
+        halves = gather.reshape(rows, 2, half)  # every group holds exactly `half` items of each side
+        halves[:, 1, :] = np.flatnonzero(is_right).reshape(rows, half)
+        np.logical_not(is_right, out=is_right)
+        halves[:, 0, :] = np.flatnonzero(is_right).reshape(rows, half)
+        np.take(position, gather, out=position_next)
+        np.take(weight, gather, out=weight_next)
+        position, position_next = position_next, position
+        weight, weight_next = weight_next, weight
+        group = half
+    return total

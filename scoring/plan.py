@@ -1,0 +1,232 @@
+"""The ballot plan: how many items each ballot holds, how many comparisons it costs, and whether
+the parameters sit inside the ranges the paper recommends.
+
+PURE module: numpy, scipy and the standard library only.
+
+Symbols follow Lombardo et al., "Top-Rank-Focused Adaptive Vote Collection" (§2.5, §2.7, §4):
+``N_items`` items, ``n_b`` ballots (``ballot_count``), selected fraction α (``keep_fraction``),
+``M`` appearances of every item in every ballot (``appearances``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+__all__ = [
+    "BallotPlan",
+    "ballot_plan",
+    "ballot_sizes",
+    "comparisons_for",
+    "plan_for_budget",
+    "round_half_up",
+]
+
+
+def round_half_up(value: float) -> int:
+    """round() of Eq. 2, with halves rounded up (Python's round() would round 22.5 to 22)."""
+    return int(math.floor(value + 0.5))
+
+
+@dataclass(frozen=True)
+class BallotPlan:
+    """A complete adaptive plan with its derived figures (Eq. 2, 3, 4, 10) and §2.7 warnings."""
+
+    item_count: int
+    ballot_count: int
+    keep_fraction: float
+    appearances: int
+    sizes: tuple[int, ...]
+    comparisons: tuple[int, ...]
+    seconds_per_comparison: float | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def total_comparisons(self) -> int:
+        """N_comp = Σ_k ⌈M·N(k)/2⌉ (Eq. 3)."""
+        return sum(self.comparisons)
+
+    @property
+    def top_appearances(self) -> int:
+        """M_top = n_b·M: appearances of an item that survives to the last ballot (Eq. 4)."""
+        return self.ballot_count * self.appearances
+
+    @property
+    def uniform_appearances(self) -> float:
+        """M_unif = 2·N_comp/N_items: appearances per item of a uniform plan of equal cost (Eq. 4)."""
+        return 2.0 * self.total_comparisons / self.item_count
+
+    @property
+    def survivors(self) -> tuple[int, ...]:
+        """Items carried from ballot k into ballot k+1, for k = 1 … n_b-1 (Eq. 2)."""
+        return self.sizes[1:]
+
+    @property
+    def cost_seconds(self) -> float | None:
+        """C ≈ t̄_comp·N_comp, person-seconds of voting (Eq. 10); None without t̄_comp."""
+        if self.seconds_per_comparison is None:
+            return None
+        return self.seconds_per_comparison * self.total_comparisons
+
+    def as_dict(self) -> dict:
+        """Plain dict of the parameters and every derived figure, for JSON and templates."""
+        data = asdict(self)
+        data.update(
+            sizes=list(self.sizes),
+            comparisons=list(self.comparisons),
+            warnings=list(self.warnings),
+            survivors=list(self.survivors),
+            total_comparisons=self.total_comparisons,
+            top_appearances=self.top_appearances,
+            uniform_appearances=self.uniform_appearances,
+            cost_seconds=self.cost_seconds,
+        )
+        return data
+
+
+def ballot_sizes(item_count: int, ballot_count: int, keep_fraction: float) -> tuple[int, ...]:
+    """N(k) for k = 1 … n_b: ``N(1) = N_items`` and ``N(k) = round(α·N(k-1))`` (Eq. 2).
+
+    Raises ValueError if a ballot would hold fewer than two items (nothing left to compare).
+    """
+    _check_counts(item_count, ballot_count, keep_fraction)
+    sizes = [item_count]
+    for ballot in range(2, ballot_count + 1):
+        size = round_half_up(keep_fraction * sizes[-1])
+        if size < 2:
+            raise ValueError(
+                f"ballot {ballot} would hold {size} item(s): with {item_count} items and "
+                f"keep_fraction α = {keep_fraction:g}, at most {ballot - 1} ballots keep two or more items "
+                f"(§2.7 asks α ≳ (2/N_items)^(1/(n_b-1)) = {_alpha_lower(item_count, ballot_count):.3f})"
+            )
+        sizes.append(size)
+    return tuple(sizes)
+
+
+def comparisons_for(size: int, appearances: int) -> int:
+    """Comparisons of one ballot: ⌈M·N(k)/2⌉ (Eq. 3); one item appears M+1 times when M·N(k) is odd."""
+    return (appearances * size + 1) // 2
+
+
+def ballot_plan(
+    *,
+    item_count: int,
+    ballot_count: int,
+    keep_fraction: float,
+    appearances: int,
+    seconds_per_comparison: float | None = None,
+) -> BallotPlan:
+    """The plan for given n_b, α and M, with every derived figure and the §2.7 warnings."""
+    if int(appearances) != appearances or appearances < 1:
+        raise ValueError(f"appearances M must be a positive whole number, got {appearances!r}")
+    appearances = int(appearances)
+    if seconds_per_comparison is not None and not (seconds_per_comparison > 0):
+        raise ValueError(f"seconds_per_comparison must be positive, got {seconds_per_comparison!r}")
+    sizes = ballot_sizes(item_count, ballot_count, keep_fraction)
+    comparisons = tuple(comparisons_for(size, appearances) for size in sizes)
+    plan = BallotPlan(
+        item_count=item_count,
+        ballot_count=ballot_count,
+        keep_fraction=float(keep_fraction),
+        appearances=appearances,
+        sizes=sizes,
+        comparisons=comparisons,
+        seconds_per_comparison=seconds_per_comparison,
+    )
+    return replace(plan, warnings=_warnings(plan))
+
+
+def plan_for_budget(
+    *,
+    item_count: int,
+    ballot_count: int,
+    keep_fraction: float,
+    comparison_budget: int,
+    seconds_per_comparison: float | None = None,
+) -> BallotPlan:
+    """The plan with the largest even M whose N_comp (Eq. 3) fits in ``comparison_budget``.
+
+    With an even M every ballot costs exactly M·N(k)/2, so M = 2·⌊budget / Σ_k N(k)⌋.
+    """
+    sizes = ballot_sizes(item_count, ballot_count, keep_fraction)
+    per_unit = sum(sizes)  # comparisons per unit of M/2
+    if int(comparison_budget) != comparison_budget or comparison_budget < per_unit:
+        raise ValueError(
+            f"a budget of {comparison_budget} comparisons is too small: the smallest even M (2) "
+            f"already needs {per_unit} comparisons for ballots of {list(sizes)} items"
+        )
+    appearances = 2 * (int(comparison_budget) // per_unit)
+    return ballot_plan(
+        item_count=item_count,
+        ballot_count=ballot_count,
+        keep_fraction=keep_fraction,
+        appearances=appearances,
+        seconds_per_comparison=seconds_per_comparison,
+    )
+
+
+def _check_counts(item_count: int, ballot_count: int, keep_fraction: float) -> None:
+    if int(item_count) != item_count or item_count < 2:
+        raise ValueError(f"a study needs at least two items to compare, got {item_count!r}")
+    if int(ballot_count) != ballot_count or ballot_count < 1:
+        raise ValueError(f"ballot_count n_b must be a positive whole number, got {ballot_count!r}")
+    if not (0.0 < keep_fraction < 1.0):
+        raise ValueError(f"keep_fraction α must lie strictly between 0 and 1, got {keep_fraction!r}")
+
+
+def _alpha_upper(ballot_count: int) -> float:
+    return 0.1 ** (1.0 / (ballot_count - 1))
+
+
+def _alpha_lower(item_count: int, ballot_count: int) -> float:
+    if ballot_count < 2:
+        return 0.0
+    return (2.0 / item_count) ** (1.0 / (ballot_count - 1))
+
+
+def _warnings(plan: BallotPlan) -> tuple[str, ...]:
+    """The heuristics of §2.7 (and footnote 6), each with the numbers that trigger it."""
+    found = []
+    n_b, alpha, m = plan.ballot_count, plan.keep_fraction, plan.appearances
+    if n_b < 2:
+        found.append(
+            "ballot_count n_b = 1: with a single ballot the plan is uniform; the adaptive approach "
+            "needs n_b ≥ 2 (§2.7)."
+        )
+    if n_b > 10:
+        found.append(
+            f"ballot_count n_b = {n_b} > 10: every ballot pauses the collection while it closes; "
+            f"§2.7 suggests n_b ≲ 10."
+        )
+    if n_b >= 2:
+        upper = _alpha_upper(n_b)
+        last_share = plan.sizes[-1] / plan.item_count
+        if alpha > upper:
+            found.append(
+                f"keep_fraction α = {alpha:g} > 0.1^(1/(n_b-1)) = {upper:.3f}: {plan.sizes[-1]} of "
+                f"{plan.item_count} items ({last_share:.0%}) reach the last ballot; §2.7 suggests at most 10%."
+            )
+        lower = _alpha_lower(plan.item_count, n_b)
+        if alpha < lower:
+            found.append(
+                f"keep_fraction α = {alpha:g} < (2/N_items)^(1/(n_b-1)) = {lower:.3f}: the last ballot holds "
+                f"only {plan.sizes[-1]} items (§2.7 lower bound)."
+            )
+    if plan.top_appearances < 100:
+        found.append(
+            f"M_top = n_b·M = {n_b}·{m} = {plan.top_appearances} < 100: the top items are compared fewer "
+            f"than 100 times, too few for precise top ranks (§2.7)."
+        )
+    if m % 2 == 1 and any(size % 2 == 1 for size in plan.sizes):
+        odd = [k + 1 for k, size in enumerate(plan.sizes) if size % 2 == 1]
+        found.append(
+            f"appearances M = {m} is odd: in ballot(s) {odd} one item appears M+1 = {m + 1} times "
+            f"(footnote 6 recommends an even M)."
+        )
+    for k, size in enumerate(plan.sizes, start=1):
+        if m > size - 1:
+            found.append(
+                f"ballot {k} holds {size} items and M = {m} > {size - 1}: some pairs of items are "
+                f"compared more than once in that ballot."
+            )
+    return tuple(found)
