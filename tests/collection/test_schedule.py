@@ -1,0 +1,91 @@
+"""Ballot schedules: each item exactly M times, no self-pairs, no repeats when the pool allows."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collection.schedule import ballot_schedule, schedule_for_appearances, uniform_schedule
+
+
+def pair_counts(pairs, n):
+    low = np.minimum(pairs[:, 0], pairs[:, 1])
+    high = np.maximum(pairs[:, 0], pairs[:, 1])
+    return np.bincount(low * n + high, minlength=n * n).reshape(n, n)[np.triu_indices(n, 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 70), st.integers(1, 50), st.integers(0, 2**32 - 1))
+def test_every_item_appears_m_times_and_one_item_m_plus_one_when_odd(n, m, seed):
+    pairs = ballot_schedule(n, m, np.random.default_rng(seed))
+    assert pairs.shape == ((m * n + 1) // 2, 2)
+    appearances = np.bincount(pairs.ravel(), minlength=n)
+    assert appearances.min() == m
+    assert int((appearances == m + 1).sum()) == (m * n) % 2
+    assert appearances.max() <= m + 1
+    assert np.all(pairs[:, 0] != pairs[:, 1])
+    counts = pair_counts(pairs, n)
+    if appearances.max() <= n - 1:
+        assert counts.max() == 1  # the pool allows distinct pairs: no repeat
+    else:
+        assert counts.max() - counts.min() <= 1  # repeats spread evenly over all pairs
+
+
+def test_the_same_seed_gives_the_same_schedule_and_another_seed_another():
+    first = ballot_schedule(200, 20, np.random.default_rng(7))
+    np.testing.assert_array_equal(first, ballot_schedule(200, 20, np.random.default_rng(7)))
+    assert not np.array_equal(first, ballot_schedule(200, 20, np.random.default_rng(8)))
+
+
+def test_sides_and_order_are_random():
+    pairs = ballot_schedule(2000, 20, np.random.default_rng(1))
+    left_share = np.bincount(pairs[:, 0], minlength=2000).sum() / pairs.size
+    assert left_share == 0.5  # each comparison has one left item
+    # Each item is on the left about half of its 20 times: 10 ± 5σ over 2000 items.
+    left_counts = np.bincount(pairs[:, 0], minlength=2000)
+    assert abs(left_counts.mean() - 10) < 0.2 and left_counts.std() == pytest.approx(np.sqrt(5), rel=0.15)
+    # Order: item indices are not sorted along the schedule.
+    assert abs(np.corrcoef(np.arange(pairs.shape[0]), pairs.min(axis=1))[0, 1]) < 0.05
+
+
+def test_a_large_ballot_has_no_repeated_pair():
+    pairs = ballot_schedule(100_000, 20, np.random.default_rng(0))
+    assert pairs.shape == (1_000_000, 2)
+    keys = np.minimum(pairs[:, 0], pairs[:, 1]) * 100_000 + np.maximum(pairs[:, 0], pairs[:, 1])
+    assert np.unique(keys).size == 1_000_000
+    np.testing.assert_array_equal(np.bincount(pairs.ravel()), np.full(100_000, 20))
+
+
+def test_the_papers_last_ballot_repeats_pairs_evenly():
+    # 16 items, M = 20 > 15: every pair once, and 5 more appearances each as a 5-regular graph.
+    pairs = ballot_schedule(16, 20, np.random.default_rng(0))
+    counts = pair_counts(pairs, 16)
+    assert sorted(set(counts.tolist())) == [1, 2] and int((counts == 2).sum()) == 16 * 5 // 2
+
+
+def test_a_dense_ballot_is_the_complete_graph_when_m_is_n_minus_one():
+    pairs = ballot_schedule(21, 20, np.random.default_rng(0))
+    assert pair_counts(pairs, 21).tolist() == [1] * 210
+
+
+def test_uniform_schedule_spreads_comparisons_as_evenly_as_possible():
+    pairs = uniform_schedule(990, 19_660, np.random.default_rng(0))
+    appearances = np.bincount(pairs.ravel(), minlength=990)
+    assert pairs.shape[0] == 19_660
+    # 39,320 appearances over 990 items: 710 items 40 times, 280 items 39 times.
+    assert np.bincount(appearances).tolist()[39:] == [280, 710]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda rng: ballot_schedule(1, 2, rng), "at least two items"),
+        (lambda rng: ballot_schedule(5, 0, rng), "positive whole number"),
+        (lambda rng: uniform_schedule(5, 0, rng), "positive whole number"),
+        (lambda rng: schedule_for_appearances([3, 1, 2], rng), "differ by at most one"),
+        (lambda rng: schedule_for_appearances([1, 1, 1], rng), "even number"),
+    ],
+)
+def test_impossible_schedules_are_refused(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(np.random.default_rng(0))

@@ -1,0 +1,51 @@
+"""The math modules stay pure: numpy, scipy, the standard library and each other only."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PURE_MODULES = [
+    "collection/schedule.py",
+    "scoring/borda.py",
+    "scoring/plan.py",
+    "scoring/simulation.py",
+    "metrics/correlation.py",
+]
+PURE_NAMES = {path.removesuffix(".py").replace("/", ".") for path in PURE_MODULES}
+ALLOWED_TOP_LEVEL = {"numpy", "scipy", "__future__"} | set(sys.stdlib_module_names)
+FORBIDDEN_CALLS = {"open", "print", "input"}
+
+
+def imported_modules(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module
+
+
+@pytest.mark.parametrize("path", PURE_MODULES)
+def test_pure_modules_import_only_numpy_scipy_and_the_standard_library(path):
+    tree = ast.parse((ROOT / path).read_text())
+    offending = [
+        name for name in imported_modules(tree)
+        if name not in PURE_NAMES and name.split(".")[0] not in ALLOWED_TOP_LEVEL
+    ]
+    assert offending == []
+
+
+@pytest.mark.parametrize("path", PURE_MODULES)
+def test_pure_modules_do_no_io_and_draw_no_global_randomness(path):
+    tree = ast.parse((ROOT / path).read_text())
+    calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert calls & FORBIDDEN_CALLS == set()
+    source = (ROOT / path).read_text()
+    assert "np.random.seed" not in source and "np.random.rand" not in source and "import random" not in source
+
+
+def test_the_scan_catches_a_forbidden_import(tmp_path):
+    tree = ast.parse("import numpy\nfrom django.db import models\nimport pandas as pd\n")
+    assert [n for n in imported_modules(tree) if n.split(".")[0] not in ALLOWED_TOP_LEVEL] == ["django.db", "pandas"]
