@@ -169,12 +169,12 @@ def _weights(a: np.ndarray, b: np.ndarray, n0: float) -> np.ndarray:
 
 
 def _pearson_weighted(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
+    if a.min() == a.max() or b.min() == b.max():
+        return math.nan  # a constant ranking has no spread: σ = 0
     da = a - w @ a
     db = b - w @ b
     var_a = w @ (da * da)
     var_b = w @ (db * db)
-    if var_a <= 0.0 or var_b <= 0.0:
-        return math.nan
     value = (w @ (da * db)) / math.sqrt(var_a * var_b)
     return float(min(1.0, max(-1.0, value)))
 
