@@ -72,10 +72,10 @@ def schedule_for_appearances(degrees, rng: np.random.Generator) -> np.ndarray:
     if residual.sum():
         parts.append(_simple_graph(residual, rng))
     pairs = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    pairs = pairs[rng.permutation(pairs.shape[0])]
-    swap = rng.random(pairs.shape[0]) < 0.5
-    pairs[swap] = pairs[swap][:, ::-1]
-    return np.ascontiguousarray(pairs)
+    order = rng.permutation(pairs.shape[0])
+    first, second = pairs[order, 0], pairs[order, 1]
+    swap = rng.random(order.size) < 0.5
+    return np.column_stack((np.where(swap, second, first), np.where(swap, first, second)))
 
 
 def _check(item_count: int, appearances: int) -> None:
@@ -132,12 +132,13 @@ def _sparse_simple_graph(degrees: np.ndarray, rng: np.random.Generator) -> np.nd
 
 
 def _bad_edges(edges: np.ndarray, n: int) -> np.ndarray:
-    """Indices of self-pairs and of every repeat of a pair after its first occurrence."""
+    """Indices of self-pairs and of all but one occurrence of every repeated pair."""
     low = np.minimum(edges[:, 0], edges[:, 1])
     high = np.maximum(edges[:, 0], edges[:, 1])
     keys = low * n + high
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys)
     sorted_keys = keys[order]
-    repeats = order[1:][sorted_keys[1:] == sorted_keys[:-1]]
-    loops = np.flatnonzero(low == high)
-    return np.union1d(loops, repeats)
+    bad = np.zeros(keys.size, dtype=bool)
+    bad[order[1:][sorted_keys[1:] == sorted_keys[:-1]]] = True
+    bad |= low == high
+    return np.flatnonzero(bad)
