@@ -26,6 +26,8 @@ import numpy as np
 from scipy.special import polygamma
 from scipy.stats import rankdata
 
+_LEAF_GROUP = 8  # below this group size, pairs are compared directly
+
 __all__ = [
     "first_rank_weight",
     "kendall",
@@ -233,7 +235,8 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
     agree above ℓ form a group whose left half has bit ℓ = 0. In key order, the left-half weight
     still to come after a right-half item is the weight of the earlier items with a larger key:
     one cumulative sum per group gives the level's share of D. A stable partition of every group
-    (left half first, order kept) prepares the next level. L levels of O(2^L) array operations.
+    (left half first, order kept) prepares the next level. Groups of ``_LEAF_GROUP`` items are
+    finished by comparing their pairs directly. L levels of O(2^L) array operations.
     """
     n = keys.size
     size = 1 << max(1, (n - 1).bit_length())
@@ -256,7 +259,7 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
 
     total = 0.0
     group = size
-    while group > 1:
+    while group > _LEAF_GROUP:
         half = group >> 1
         rows = size // group
         np.right_shift(position, half.bit_length() - 1, out=bit)
@@ -278,4 +281,13 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
         position, position_next = position_next, position
         weight, weight_next = weight_next, weight
         group = half
+
+    # Small groups: in (key, position) order, s before t is an inversion exactly when position_s >
+    # position_t (equal keys are ordered by position), so compare all pairs of a group at once.
+    rows = size // group
+    leaf_position = position.reshape(rows, group)
+    leaf_weight = weight.reshape(rows, group)
+    later_in_order = np.triu(np.ones((group, group), dtype=bool), k=1)
+    inverted = (leaf_position[:, :, None] > leaf_position[:, None, :]) & later_in_order
+    total += float(np.einsum("rs,rst,rt->", leaf_weight, inverted, leaf_weight))
     return total
