@@ -28,9 +28,13 @@ def main() -> None:
     slots = np.repeat(np.arange(100_000), 20)
     timings = {
         "rng.permutation of 2·10^6 slots": median_seconds(lambda: rng.permutation(slots), runs=args.runs),
-        "ballot_schedule(100000, M=20)": median_seconds(lambda: ballot_schedule(100_000, 20, rng), runs=args.runs),
+        "ballot_schedule(100000, M=20)": median_seconds(
+            lambda: ballot_schedule(100_000, 20, rng), runs=args.runs
+        ),
         "ballot_schedule(990, M=20)": median_seconds(lambda: ballot_schedule(990, 20, rng), runs=args.runs),
-        "uniform_schedule(990, 19660)": median_seconds(lambda: uniform_schedule(990, 19_660, rng), runs=args.runs),
+        "uniform_schedule(990, 19660)": median_seconds(
+            lambda: uniform_schedule(990, 19_660, rng), runs=args.runs
+        ),
     }
     baseline = timings["rng.permutation of 2·10^6 slots"]
     print(f"machine: {machine()}")

@@ -41,7 +41,9 @@ def main() -> None:
     uniform = median_seconds(lambda: run_uniform(voters, plan.total_comparisons, rng), runs=args.runs)
     adaptive = median_seconds(lambda: run_adaptive(voters, plan.sizes, plan.appearances, rng), runs=args.runs)
     print(f"machine: {machine()}")
-    print(f"one simulation at the paper's size, {plan.total_comparisons} comparisons, median of {args.runs} runs")
+    print(
+        f"one simulation at the paper's size, {plan.total_comparisons} comparisons, median of {args.runs} runs"
+    )
     print(f"  uniform   {uniform:8.4f} s")
     print(f"  adaptive  {adaptive:8.4f} s")
 
@@ -53,7 +55,9 @@ def main() -> None:
 
         started = time.perf_counter()
         for distribution in ("exponential", "power_law", "file"):
-            simulation_run(config=SimulationConfig(distribution=distribution), repetitions=50, seed=0, jobs=args.jobs)
+            simulation_run(
+                config=SimulationConfig(distribution=distribution), repetitions=50, seed=0, jobs=args.jobs
+            )
         total = time.perf_counter() - started
         print(f"  Table 2 (3 distributions × 50 repetitions × 2 protocols, jobs={args.jobs}): {total:.1f} s")
 

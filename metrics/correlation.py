@@ -161,7 +161,9 @@ def _check_ranks(ranks_a, ranks_b) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"{name} must be finite; position {first_bad} holds {ranks[first_bad]!r}")
         if ranks.min() < 1.0:
             first_bad = int(np.argmin(ranks))
-            raise ValueError(f"{name} must start at 1 (the top); position {first_bad} holds {ranks[first_bad]!r}")
+            raise ValueError(
+                f"{name} must start at 1 (the top); position {first_bad} holds {ranks[first_bad]!r}"
+            )
     return a, b
 
 

@@ -81,7 +81,9 @@ def ballot_tallies(left, right, outcome, item_count: int) -> tuple[np.ndarray, n
     tie = outcome == 0.5
     left_won = outcome == 1.0
     right_won = outcome == 0.0
-    wins = np.bincount(left[left_won], minlength=item_count) + np.bincount(right[right_won], minlength=item_count)
+    wins = np.bincount(left[left_won], minlength=item_count) + np.bincount(
+        right[right_won], minlength=item_count
+    )
     ties = np.bincount(left[tie], minlength=item_count) + np.bincount(right[tie], minlength=item_count)
     appearances = np.bincount(left, minlength=item_count) + np.bincount(right, minlength=item_count)
     return wins, ties, appearances
@@ -116,7 +118,9 @@ def rescale_slope(ratio, previous_score) -> float:
     return float(shortfall @ (1.0 - previous_score[usable])) / denominator
 
 
-def score_ballot(*, ballot: int, wins, ties, appearances, previous_score=None, previous_measured=None) -> BallotScores:
+def score_ballot(
+    *, ballot: int, wins, ties, appearances, previous_score=None, previous_measured=None
+) -> BallotScores:
     """Scores after ballot ``ballot`` (k, from 1): x(k) by Eq. 1, y(k) by Eq. 6, ȳ(k) by Eq. 5.
 
     ``previous_score`` and ``previous_measured`` are the ``score`` and ``measured`` of ballot k-1

@@ -21,7 +21,9 @@ def read_similarity_csv(path: Path | str = EMBEDDING_SIMILARITY_CSV) -> np.ndarr
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
             if reader.fieldnames is None or "similarity" not in reader.fieldnames:
-                raise ValueError(f"{path}: expected a CSV with a 'similarity' column, found {reader.fieldnames}")
+                raise ValueError(
+                    f"{path}: expected a CSV with a 'similarity' column, found {reader.fieldnames}"
+                )
             values = []
             for line, row in enumerate(reader, start=2):
                 try:

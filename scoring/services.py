@@ -55,7 +55,9 @@ def simulation_run(
                 progress(len(results), repetitions)
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for result in pool.map(simulate_repetition, [config] * repetitions, [similarity] * repetitions, seeds):
+            for result in pool.map(
+                simulate_repetition, [config] * repetitions, [similarity] * repetitions, seeds
+            ):
                 results.append(result)
                 if progress:
                     progress(len(results), repetitions)
@@ -70,7 +72,9 @@ def simulation_run(
     parameters.update(
         repetitions=repetitions,
         seed=seed,
-        similarity_file=str(similarity_file or EMBEDDING_SIMILARITY_CSV.name) if config.distribution == "file" else None,
+        similarity_file=str(similarity_file or EMBEDDING_SIMILARITY_CSV.name)
+        if config.distribution == "file"
+        else None,
         ballot_sizes=list(plan.sizes),
         total_comparisons=plan.total_comparisons,
         uniform_appearances=plan.uniform_appearances,

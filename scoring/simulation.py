@@ -72,7 +72,9 @@ class SimulationConfig:
 
     def __post_init__(self):
         if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}, got {self.distribution!r}")
+            raise ValueError(
+                f"distribution must be one of {', '.join(DISTRIBUTIONS)}, got {self.distribution!r}"
+            )
         if self.voter_count < 1:
             raise ValueError(f"voter_count must be at least 1, got {self.voter_count}")
         for low, high, name in (
@@ -148,7 +150,9 @@ def deal_comparisons(comparison_count: int, voter_count: int, rng: np.random.Gen
     return rng.permutation(np.arange(comparison_count) % voter_count)
 
 
-def cast_votes(voters: Voters, pairs: np.ndarray, voter_index: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def cast_votes(
+    voters: Voters, pairs: np.ndarray, voter_index: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Outcome of each comparison: 1 left wins, 0 right wins, 0.5 tie (§4.1.1)."""
     left_opinion = voters.opinions[voter_index, pairs[:, 0]]
     right_opinion = voters.opinions[voter_index, pairs[:, 1]]
@@ -167,13 +171,15 @@ def run_uniform(voters: Voters, comparison_count: int, rng: np.random.Generator)
     return score_ballot(ballot=1, wins=wins, ties=ties, appearances=appearances).score
 
 
-def run_adaptive(voters: Voters, sizes, appearances: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def run_adaptive(
+    voters: Voters, sizes, appearances: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Final scores ȳ and last ballot reached per item after the adaptive ballots (§2.5, §2.6)."""
     item_count = voters.opinions.shape[1]
     in_play = np.arange(item_count)
     last_ballot = np.ones(item_count, dtype=np.int64)
     scores = None
-    for ballot, size in enumerate(sizes, start=1):
+    for ballot in range(1, len(sizes) + 1):
         local = ballot_schedule(in_play.size, appearances, rng)
         pairs = in_play[local]
         outcome = cast_votes(voters, pairs, deal_comparisons(pairs.shape[0], voters.oversight.size, rng), rng)

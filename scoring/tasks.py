@@ -20,4 +20,6 @@ def simulate(self, parameters: dict, repetitions: int = 50, seed: int = 0) -> di
         if not self.request.is_eager and self.request.id:
             self.update_state(state="PROGRESS", meta={"done": done, "total": total})
 
-    return simulation_run(config=SimulationConfig(**parameters), repetitions=repetitions, seed=seed, progress=report)
+    return simulation_run(
+        config=SimulationConfig(**parameters), repetitions=repetitions, seed=seed, progress=report
+    )

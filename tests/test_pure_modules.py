@@ -31,7 +31,8 @@ def imported_modules(tree):
 def test_pure_modules_import_only_numpy_scipy_and_the_standard_library(path):
     tree = ast.parse((ROOT / path).read_text())
     offending = [
-        name for name in imported_modules(tree)
+        name
+        for name in imported_modules(tree)
         if name not in PURE_NAMES and name.split(".")[0] not in ALLOWED_TOP_LEVEL
     ]
     assert offending == []
@@ -40,7 +41,11 @@ def test_pure_modules_import_only_numpy_scipy_and_the_standard_library(path):
 @pytest.mark.parametrize("path", PURE_MODULES)
 def test_pure_modules_do_no_io_and_draw_no_global_randomness(path):
     tree = ast.parse((ROOT / path).read_text())
-    calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    calls = {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
     assert calls & FORBIDDEN_CALLS == set()
     source = (ROOT / path).read_text()
     assert "np.random.seed" not in source and "np.random.rand" not in source and "import random" not in source
@@ -48,4 +53,7 @@ def test_pure_modules_do_no_io_and_draw_no_global_randomness(path):
 
 def test_the_scan_catches_a_forbidden_import(tmp_path):
     tree = ast.parse("import numpy\nfrom django.db import models\nimport pandas as pd\n")
-    assert [n for n in imported_modules(tree) if n.split(".")[0] not in ALLOWED_TOP_LEVEL] == ["django.db", "pandas"]
+    assert [n for n in imported_modules(tree) if n.split(".")[0] not in ALLOWED_TOP_LEVEL] == [
+        "django.db",
+        "pandas",
+    ]

@@ -98,7 +98,9 @@ def test_weighted_spearman_equals_the_brute_force_gamma_with_ties(case):
     if len(set(a)) == 1 or len(set(b)) == 1:
         assert math.isnan(weighted_spearman(a, b, n0))
     else:
-        assert weighted_spearman(a, b, n0) == pytest.approx(brute_force_gamma(a, b, n0, signed=False), abs=1e-9)
+        assert weighted_spearman(a, b, n0) == pytest.approx(
+            brute_force_gamma(a, b, n0, signed=False), abs=1e-9
+        )
 
 
 @settings(max_examples=200, deadline=None)

@@ -39,15 +39,21 @@ def test_win_ratio_counts_a_tie_as_half_a_win():
 
 
 def test_hand_worked_two_ballots_follow_eq_5_and_6():
-    first = score_ballot(ballot=1, **dict(zip(("wins", "ties", "appearances"), tallies(BALLOT_1), strict=True)))
+    first = score_ballot(
+        ballot=1, **dict(zip(("wins", "ties", "appearances"), tallies(BALLOT_1), strict=True))
+    )
     np.testing.assert_allclose(first.score, [1, 2 / 3, 1 / 6, 1 / 6])
     survivors = select_survivors(first.score, np.ones(4, bool), 2)
     np.testing.assert_array_equal(survivors, [0, 1])
 
     wins, ties, appearances = tallies(BALLOT_2)
     second = score_ballot(
-        ballot=2, wins=wins, ties=ties, appearances=appearances,
-        previous_score=first.score, previous_measured=first.measured,
+        ballot=2,
+        wins=wins,
+        ties=ties,
+        appearances=appearances,
+        previous_score=first.score,
+        previous_measured=first.measured,
     )
     # x(2) = (2/3, 1/3); b = [(1/3)(1-1) + (2/3)(1-2/3)] / [(1/3)² + (2/3)²] = (2/9)/(5/9) = 2/5.
     np.testing.assert_allclose(second.win_ratio[:2], [2 / 3, 1 / 3])
@@ -74,7 +80,10 @@ def test_the_score_is_the_mean_of_the_rescaled_scores(ballots, seed):
         wins = rng.integers(0, appearances + 1)
         ties = rng.integers(0, appearances - wins + 1)
         result = score_ballot(
-            ballot=ballot, wins=wins, ties=ties, appearances=appearances,
+            ballot=ballot,
+            wins=wins,
+            ties=ties,
+            appearances=appearances,
             previous_score=None if result is None else result.score,
             previous_measured=None if result is None else result.measured,
         )
@@ -95,8 +104,12 @@ def test_the_slope_is_the_least_squares_line_through_one_one():
 def test_all_win_ratios_equal_to_one_leave_the_slope_at_one():
     assert rescale_slope(np.ones(3), np.array([0.2, 0.5, 0.9])) == 1.0
     scores = score_ballot(
-        ballot=2, wins=np.array([2, 2]), ties=np.zeros(2), appearances=np.array([2, 2]),
-        previous_score=np.array([0.4, 0.6]), previous_measured=np.array([1, 1]),
+        ballot=2,
+        wins=np.array([2, 2]),
+        ties=np.zeros(2),
+        appearances=np.array([2, 2]),
+        previous_score=np.array([0.4, 0.6]),
+        previous_measured=np.array([1, 1]),
     )
     np.testing.assert_allclose(scores.rescaled_score, [1.0, 1.0])
 
@@ -104,8 +117,12 @@ def test_all_win_ratios_equal_to_one_leave_the_slope_at_one():
 def test_an_item_without_votes_keeps_its_score_and_stays_out_of_the_fit():
     previous = np.array([0.9, 0.6, 0.5])
     scores = score_ballot(
-        ballot=2, wins=np.array([1, 0, 0]), ties=np.zeros(3), appearances=np.array([1, 1, 0]),
-        previous_score=previous, previous_measured=np.array([1, 1, 1]),
+        ballot=2,
+        wins=np.array([1, 0, 0]),
+        ties=np.zeros(3),
+        appearances=np.array([1, 1, 0]),
+        previous_score=previous,
+        previous_measured=np.array([1, 1, 1]),
     )
     assert np.isnan(scores.win_ratio[2]) and scores.score[2] == 0.5 and scores.measured[2] == 1
     # b from items 0 and 1 only: [(0)(0.1) + (1)(0.4)] / [0 + 1] = 0.4.
@@ -113,7 +130,9 @@ def test_an_item_without_votes_keeps_its_score_and_stays_out_of_the_fit():
 
 
 def test_an_item_never_measured_has_no_score_and_ranks_last():
-    scores = score_ballot(ballot=1, wins=np.array([1, 0, 0]), ties=np.zeros(3), appearances=np.array([1, 1, 0]))
+    scores = score_ballot(
+        ballot=1, wins=np.array([1, 0, 0]), ties=np.zeros(3), appearances=np.array([1, 1, 0])
+    )
     assert np.isnan(scores.score[2])
     np.testing.assert_array_equal(select_survivors(scores.score, np.ones(3, bool), 3), [0, 1, 2])
 

@@ -26,7 +26,9 @@ def test_the_papers_plan_follows_eq_2_and_3():
 def test_eq_4_holds_approximately_for_the_papers_plan():
     plan = paper_plan()
     alpha = plan.keep_fraction
-    assert plan.top_appearances == pytest.approx((1 - alpha) * plan.ballot_count * plan.uniform_appearances, rel=0.01)
+    assert plan.top_appearances == pytest.approx(
+        (1 - alpha) * plan.ballot_count * plan.uniform_appearances, rel=0.01
+    )
 
 
 def test_eq_3_closed_form_approximates_the_exact_sum():
@@ -82,9 +84,24 @@ def test_a_single_ballot_is_a_uniform_plan_and_says_so():
 
 
 def test_the_budget_gives_the_largest_even_m_that_fits():
-    assert plan_for_budget(item_count=990, ballot_count=7, keep_fraction=0.5, comparison_budget=19_660).appearances == 20
-    assert plan_for_budget(item_count=990, ballot_count=7, keep_fraction=0.5, comparison_budget=19_659).appearances == 18
-    assert plan_for_budget(item_count=990, ballot_count=7, keep_fraction=0.5, comparison_budget=39_000).appearances == 38
+    assert (
+        plan_for_budget(
+            item_count=990, ballot_count=7, keep_fraction=0.5, comparison_budget=19_660
+        ).appearances
+        == 20
+    )
+    assert (
+        plan_for_budget(
+            item_count=990, ballot_count=7, keep_fraction=0.5, comparison_budget=19_659
+        ).appearances
+        == 18
+    )
+    assert (
+        plan_for_budget(
+            item_count=990, ballot_count=7, keep_fraction=0.5, comparison_budget=39_000
+        ).appearances
+        == 38
+    )
 
 
 def test_a_budget_too_small_for_m_2_is_refused():
@@ -109,4 +126,6 @@ def test_impossible_plans_are_refused_with_the_reason(parameters, message):
 
 def test_as_dict_carries_every_derived_figure():
     data = paper_plan().as_dict()
-    assert data["total_comparisons"] == 19_660 and data["survivors"][0] == 495 and data["top_appearances"] == 140
+    assert (
+        data["total_comparisons"] == 19_660 and data["survivors"][0] == 495 and data["top_appearances"] == 140
+    )

@@ -67,7 +67,9 @@ def test_a_faithful_voter_always_picks_the_more_related_item_and_a_careless_one_
 def test_oversight_flips_votes_at_the_voters_rate():
     opinions = np.array([[1.0, 0.0]])
     voters = Voters(opinions=opinions, oversight=np.array([0.05]), nonconformity=np.array([0.0]))
-    outcome = cast_votes(voters, np.tile([0, 1], (100_000, 1)), np.zeros(100_000, int), np.random.default_rng(1))
+    outcome = cast_votes(
+        voters, np.tile([0, 1], (100_000, 1)), np.zeros(100_000, int), np.random.default_rng(1)
+    )
     assert 1 - outcome.mean() == pytest.approx(0.05, abs=0.003)  # 5σ of a binomial(1e5, 0.05) share
 
 
@@ -77,8 +79,15 @@ def test_comparisons_are_dealt_evenly_to_voters():
 
 
 def test_without_noise_the_adaptive_protocol_keeps_the_true_top_items():
-    config = SimulationConfig(item_count=200, ballot_count=4, appearances=20, nonconformity_min=0,
-                              nonconformity_max=0, oversight_min=0, oversight_max=0)
+    config = SimulationConfig(
+        item_count=200,
+        ballot_count=4,
+        appearances=20,
+        nonconformity_min=0,
+        nonconformity_max=0,
+        oversight_min=0,
+        oversight_max=0,
+    )
     z = underlying_similarity("exponential", 200)
     voters = draw_voters(z, config, np.random.default_rng(0))
     score, last_ballot = run_adaptive(voters, (200, 100, 50, 25), 20, np.random.default_rng(1))
@@ -110,8 +119,12 @@ def test_results_do_not_depend_on_the_number_of_processes():
 
 def test_progress_is_reported_after_every_repetition():
     seen = []
-    simulation_run(config=SimulationConfig(item_count=100, ballot_count=3), repetitions=3, seed=0,
-                   progress=lambda done, total: seen.append((done, total)))
+    simulation_run(
+        config=SimulationConfig(item_count=100, ballot_count=3),
+        repetitions=3,
+        seed=0,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
@@ -128,15 +141,27 @@ def test_the_command_prints_a_table_and_a_progress_bar(capsys):
     call_command("simulate", "--repetitions", "2", "--distribution", "file")
     captured = capsys.readouterr()
     assert "distribution file: N_items = 990" in captured.out
-    assert captured.out.splitlines()[-2].startswith("uniform") and captured.out.splitlines()[-1].startswith("adaptive")
+    assert captured.out.splitlines()[-2].startswith("uniform") and captured.out.splitlines()[-1].startswith(
+        "adaptive"
+    )
     assert "[##############################] 2/2" in captured.err
 
 
 def test_the_command_reads_a_similarity_file(tmp_path, capsys):
     path = tmp_path / "z.csv"
     path.write_text("similarity\n" + "\n".join(str(v) for v in np.linspace(0.9, -0.2, 120)))
-    call_command("simulate", "--distribution", "file", "--file", str(path), "--ballots", "3",
-                 "--repetitions", "2", "--json")
+    call_command(
+        "simulate",
+        "--distribution",
+        "file",
+        "--file",
+        str(path),
+        "--ballots",
+        "3",
+        "--repetitions",
+        "2",
+        "--json",
+    )
     assert json.loads(capsys.readouterr().out)["parameters"]["item_count"] == 120
 
 

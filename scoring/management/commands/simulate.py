@@ -23,26 +23,58 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--distribution", choices=DISTRIBUTIONS, default=_DEFAULTS.distribution,
-                            help="underlying similarity z_i (§4.1.1); 'file' reads --file")
-        parser.add_argument("--file", dest="similarity_file", default=None,
-                            help="CSV with a 'similarity' column (default: the paper's 990 embedding similarities)")
+        parser.add_argument(
+            "--distribution",
+            choices=DISTRIBUTIONS,
+            default=_DEFAULTS.distribution,
+            help="underlying similarity z_i (§4.1.1); 'file' reads --file",
+        )
+        parser.add_argument(
+            "--file",
+            dest="similarity_file",
+            default=None,
+            help="CSV with a 'similarity' column (default: the paper's 990 embedding similarities)",
+        )
         parser.add_argument("--repetitions", type=int, default=50, help="simulations to average (default 50)")
         parser.add_argument("--seed", type=int, default=0, help="seed of numpy's SeedSequence (default 0)")
-        parser.add_argument("--items", type=int, default=None,
-                            help=f"N_items (default {_DEFAULTS.item_count}; the file's row count with --distribution file)")
+        parser.add_argument(
+            "--items",
+            type=int,
+            default=None,
+            help=f"N_items (default {_DEFAULTS.item_count}; the file's row count with --distribution file)",
+        )
         parser.add_argument("--ballots", type=int, default=_DEFAULTS.ballot_count, help="n_b, ballots")
-        parser.add_argument("--keep-fraction", type=float, default=_DEFAULTS.keep_fraction,
-                            help="α, fraction of items kept after each ballot")
-        parser.add_argument("--appearances", type=int, default=_DEFAULTS.appearances,
-                            help="M, appearances of every item in every ballot")
+        parser.add_argument(
+            "--keep-fraction",
+            type=float,
+            default=_DEFAULTS.keep_fraction,
+            help="α, fraction of items kept after each ballot",
+        )
+        parser.add_argument(
+            "--appearances",
+            type=int,
+            default=_DEFAULTS.appearances,
+            help="M, appearances of every item in every ballot",
+        )
         parser.add_argument("--voters", type=int, default=_DEFAULTS.voter_count, help="N_voters")
-        parser.add_argument("--nonconformity-min", type=float, default=_DEFAULTS.nonconformity_min, help="σ* lower bound")
-        parser.add_argument("--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max, help="σ* upper bound")
-        parser.add_argument("--oversight-min", type=float, default=_DEFAULTS.oversight_min, help="ε lower bound")
-        parser.add_argument("--oversight-max", type=float, default=_DEFAULTS.oversight_max, help="ε upper bound")
-        parser.add_argument("--n0", type=float, default=_DEFAULTS.weight_offset, help="weight offset n0 of ρ_w and τ_w")
-        parser.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
+        parser.add_argument(
+            "--nonconformity-min", type=float, default=_DEFAULTS.nonconformity_min, help="σ* lower bound"
+        )
+        parser.add_argument(
+            "--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max, help="σ* upper bound"
+        )
+        parser.add_argument(
+            "--oversight-min", type=float, default=_DEFAULTS.oversight_min, help="ε lower bound"
+        )
+        parser.add_argument(
+            "--oversight-max", type=float, default=_DEFAULTS.oversight_max, help="ε upper bound"
+        )
+        parser.add_argument(
+            "--n0", type=float, default=_DEFAULTS.weight_offset, help="weight offset n0 of ρ_w and τ_w"
+        )
+        parser.add_argument(
+            "--jobs", type=int, default=1, help="worker processes (results do not depend on it)"
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
     def handle(self, *args, **options):
@@ -53,7 +85,9 @@ class Command(BaseCommand):
                 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 
                 try:
-                    item_count = read_similarity_csv(options["similarity_file"] or EMBEDDING_SIMILARITY_CSV).size
+                    item_count = read_similarity_csv(
+                        options["similarity_file"] or EMBEDDING_SIMILARITY_CSV
+                    ).size
                 except (OSError, ValueError) as exc:
                     raise CommandError(str(exc)) from None
         try:

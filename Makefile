@@ -1,0 +1,56 @@
+# Yardstick: `make run` starts the platform on this machine, `make test` runs the tests.
+# Both create .venv on first use and reinstall it only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALL_STAMP := $(VENV)/.installed
+MANAGE := $(BIN)/python manage.py
+
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+# Commands `make run` runs after `migrate`, before it prints the admin login and starts the server.
+# The demo loader goes here when it exists, e.g.: RUN_SETUP = $(MANAGE) load_demo
+RUN_SETUP ?=
+
+.PHONY: install run test lint worker beat
+
+install: $(INSTALL_STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(INSTALL_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[test]'
+	touch $(INSTALL_STAMP)
+
+run: $(INSTALL_STAMP)
+	$(MANAGE) migrate --noinput
+	$(RUN_SETUP)
+	$(MANAGE) ensure_admin --url http://$(HOST):$(PORT)/admin/
+	$(MANAGE) runserver $(HOST):$(PORT)
+
+test: $(INSTALL_STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(INSTALL_STAMP)
+	$(BIN)/ruff check .
+
+# The full stack: workers and beat need a broker shared with the web process (README, "Full stack").
+worker: $(INSTALL_STAMP)
+	@$(call require_broker,worker)
+	$(BIN)/celery -A config worker -l info
+
+beat: $(INSTALL_STAMP)
+	@$(call require_broker,beat)
+	$(BIN)/celery -A config beat -l info
+
+define require_broker
+if [ -z "$$CELERY_BROKER_URL$$REDIS_URL" ]; then \
+	echo "make $(1) needs a broker: set REDIS_URL (or CELERY_BROKER_URL), e.g. REDIS_URL=redis://127.0.0.1:6379/0," >&2; \
+	echo "and the same DATABASE_URL and REDIS_URL for 'make run' (README, \"Full stack\")." >&2; \
+	exit 1; \
+fi
+endef
