@@ -1,0 +1,169 @@
+"""python manage.py simulate_voters --study SLUG: simulated annotators vote through the services."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from django.core.management.base import BaseCommand, CommandError
+from django.test.utils import override_settings
+
+from collection.models import Ballot, Study
+from collection.services import (
+    NextReason,
+    ServiceError,
+    annotator_consent,
+    annotator_for,
+    comparison_next_for,
+    vote_record,
+)
+from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
+from scoring.simulation import DISTRIBUTIONS, SimulationConfig, draw_voters, underlying_similarity
+
+_DEFAULTS = SimulationConfig()
+
+
+class Command(BaseCommand):
+    help = (
+        "Vote on a running study with simulated annotators (the relatedness-driven voter model of "
+        "Lombardo et al. §4.1), through the same services as real annotators, until the study finishes "
+        "or --max-votes is reached. Ballots close as they would for people: by the Celery task that the "
+        "last vote of a ballot enqueues (in-process on the embedded default, on a worker on the full stack)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True, help="slug of a running study")
+        parser.add_argument("--voters", type=int, default=_DEFAULTS.voter_count, help="simulated annotators")
+        parser.add_argument(
+            "--distribution",
+            choices=DISTRIBUTIONS,
+            default=None,
+            help="underlying similarity of the items; default: the paper's 990 embedding similarities when "
+            "the study has 990 items, else exponential",
+        )
+        parser.add_argument("--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max)
+        parser.add_argument("--oversight-max", type=float, default=_DEFAULTS.oversight_max)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--max-votes", type=int, default=None, help="stop after this many votes")
+        parser.add_argument(
+            "--prefix", default="sim-", help="participant id prefix of the simulated annotators"
+        )
+        parser.add_argument(
+            "--wait", type=float, default=120.0, help="seconds to wait for a ballot to close on a worker"
+        )
+
+    def handle(self, *args, **options):
+        # With DEBUG on, Django keeps the text of every query: a quarter of the time of a vote here.
+        with override_settings(DEBUG=False):
+            self._simulate(**options)
+
+    def _simulate(self, **options):
+        study = Study.objects.filter(slug=options["study"]).first()
+        if study is None:
+            raise CommandError(f"no study with slug {options['study']!r}")
+        if study.status != Study.Status.RUNNING:
+            raise CommandError(
+                f"study {study.slug!r} is {study.status}; start it first (admin action 'Start')"
+            )
+        item_count = study.items.count()
+        distribution = options["distribution"] or ("file" if item_count == 990 else "exponential")
+        rng = np.random.default_rng(options["seed"])
+        if distribution == "file":
+            values = read_similarity_csv(EMBEDDING_SIMILARITY_CSV)
+            if values.size != item_count:
+                raise CommandError(
+                    f"the shipped similarities describe {values.size} items; the study has {item_count}"
+                )
+            similarity = values
+        else:
+            # Items are numbered in generation order; give them the similarities in a random order.
+            similarity = rng.permutation(underlying_similarity(distribution, item_count))
+        try:
+            config = SimulationConfig(
+                item_count=item_count,
+                ballot_count=study.ballot_count,
+                keep_fraction=study.keep_fraction,
+                appearances=study.appearances,
+                voter_count=options["voters"],
+                nonconformity_max=options["nonconformity_max"],
+                oversight_max=options["oversight_max"],
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        voters = draw_voters(similarity, config, rng)
+        index_of = dict(study.items.values_list("id", "index"))
+        annotators = [
+            annotator_consent(annotator=annotator_for(study=study, participant_id=f"{options['prefix']}{i}"))
+            for i in range(options["voters"])
+        ]
+        total = sum(study.ballots.values_list("comparison_count", flat=True))
+        votes = 0
+        started = time.monotonic()
+        idle_since = None
+        while options["max_votes"] is None or votes < options["max_votes"]:
+            study.refresh_from_db(fields=["status"])
+            if study.status == Study.Status.FINISHED:
+                break
+            voted_this_pass = 0
+            for number, annotator in enumerate(annotators):
+                if options["max_votes"] is not None and votes >= options["max_votes"]:
+                    break
+                result = comparison_next_for(annotator=annotator)
+                if result.assignment is None:
+                    if result.reason in (NextReason.FINISHED, NextReason.BALLOT_CLOSING):
+                        break
+                    continue
+                comparison = result.assignment.comparison
+                left, right = index_of[comparison.left_item_id], index_of[comparison.right_item_id]
+                choice = self._choice(voters, number, left, right, study.allow_ties, rng)
+                try:
+                    vote_record(annotator=annotator, assignment_id=result.assignment.pk, choice=choice)
+                except ServiceError as exc:  # e.g. the ballot closed at its deadline meanwhile
+                    self.stderr.write(f"vote refused: {exc.message}")
+                    continue
+                votes += 1
+                voted_this_pass += 1
+            if voted_this_pass:
+                idle_since = None
+                total = max(total, sum(study.ballots.values_list("comparison_count", flat=True)))
+                self._progress(study, votes, total)
+                continue
+            # Nobody could vote: the ballot is closing on a worker, or the remaining pairs were all judged.
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > options["wait"]:
+                open_ballot = study.ballots.filter(status=Ballot.Status.OPEN).first()
+                raise CommandError(
+                    f"no simulated annotator could vote for {options['wait']:.0f} s "
+                    f"(open ballot: {open_ballot.number if open_ballot else 'none'}); is a Celery worker running?"
+                )
+            time.sleep(0.5)
+        self.stderr.write("")
+        study.refresh_from_db()
+        self.stdout.write(
+            f"{votes} votes by {len(annotators)} simulated annotators in {time.monotonic() - started:.1f} s; "
+            f"study {study.slug!r} is {study.status}"
+            + (f", {study.ballots.count()} ballots" if study.status != Study.Status.FINISHED else "")
+        )
+
+    @staticmethod
+    def _choice(voters, number, left_index, right_index, allow_ties, rng) -> str:
+        """The voter model's decision (§4.1): the higher opinion wins, except for an oversight."""
+        left = voters.opinions[number, left_index]
+        right = voters.opinions[number, right_index]
+        if left == right:
+            choice = "tie" if allow_ties else ("left" if rng.random() < 0.5 else "right")
+        else:
+            choice = "left" if left > right else "right"
+        if choice != "tie" and rng.random() < voters.oversight[number]:
+            choice = "right" if choice == "left" else "left"
+        return choice
+
+    def _progress(self, study, votes: int, total: int) -> None:
+        ballot = study.ballots.order_by("-number").first()
+        width = 30
+        filled = min(width, round(width * votes / max(total, 1)))
+        self.stderr.write(
+            f"\rvoting [{'#' * filled}{'-' * (width - filled)}] {votes} votes, ballot {ballot.number}"
+            f"/{study.ballot_count}",
+            ending="",
+        )

@@ -1,0 +1,371 @@
+"""Studies, their token and item pools, ballots, comparisons, annotators, assignments and votes.
+
+The database keeps the invariants: a comparison has at most one vote, an assignment at most one vote,
+an annotator at most one active assignment and at most one vote per pair of items in a study, a ballot
+number exists once per study, an item is an unordered pair of two distinct tokens.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.urls import reverse
+
+
+def _new_completion_code() -> str:
+    return secrets.token_hex(4).upper()
+
+
+def _new_seed() -> int:
+    return secrets.randbits(62)
+
+
+class Study(models.Model):
+    """One data-collection campaign: question, pools, plan, ballots, votes and results."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "draft"
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True, help_text="Used in the annotators' link: /s/<slug>/")
+    question = models.CharField(
+        max_length=300,
+        default="Which pair of words is more closely related?",
+        help_text="Shown above every comparison.",
+    )
+    instructions = models.TextField(
+        blank=True,
+        default=(
+            "You will see two pairs of words. Choose the pair whose two words are more closely related "
+            "in meaning: words can be related because they are similar, opposite, or often used together. "
+            "There are no right or wrong answers; follow your first impression."
+        ),
+        help_text="Shown on the consent page before voting.",
+    )
+    allow_ties = models.BooleanField(default=False, help_text='Offer an "equally related" answer.')
+
+    ballot_count = models.PositiveSmallIntegerField(default=7, help_text="n_b, the number of ballots (§2.5).")
+    keep_fraction = models.FloatField(
+        default=0.5, help_text="α, the fraction of items kept after each ballot."
+    )
+    appearances = models.PositiveIntegerField(
+        null=True, blank=True, default=20, help_text="M, appearances of each item in each ballot."
+    )
+    comparison_budget = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Instead of M: the total number of comparisons; M is derived from it.",
+    )
+    seconds_per_comparison = models.FloatField(
+        default=6.0, help_text="Mean time per comparison, for the cost estimate (Eq. 10)."
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=300, help_text="How long an annotator holds a comparison before it returns to the pool."
+    )
+    votes_per_annotator_per_ballot = models.PositiveIntegerField(
+        null=True, blank=True, default=200, help_text="Cap per annotator and ballot (§2.5); blank for none."
+    )
+    ballot_deadline_hours = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Close a ballot this many hours after it opens, voted or not."
+    )
+    completion_code = models.CharField(max_length=32, default=_new_completion_code)
+    completion_redirect_url = models.URLField(
+        blank=True, help_text="Where annotators go when done, e.g. the crowd platform's completion URL."
+    )
+    seed = models.BigIntegerField(default=_new_seed, help_text="Seed of the random schedules.")
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    duplicated_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(keep_fraction__gt=0) & Q(keep_fraction__lt=1), name="study_keep_fraction_in_0_1"
+            ),
+            models.CheckConstraint(condition=Q(ballot_count__gte=1), name="study_ballot_count_positive"),
+            models.CheckConstraint(
+                condition=Q(appearances__isnull=False) | Q(comparison_budget__isnull=False),
+                name="study_has_appearances_or_budget",
+            ),
+            models.CheckConstraint(condition=Q(seconds_per_comparison__gt=0), name="study_seconds_positive"),
+            models.CheckConstraint(condition=Q(lease_seconds__gte=10), name="study_lease_at_least_10s"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("collection:entry", args=[self.slug])
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status == self.Status.DRAFT
+
+
+class SemanticArea(models.Model):
+    """A group of tokens from one domain area; items pair tokens within it (§2.1)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="areas")
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["study", "name"]
+        constraints = [models.UniqueConstraint(fields=["study", "name"], name="area_unique_in_study")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Token(models.Model):
+    """A word or multi-word concept (§2.1)."""
+
+    MAX_LENGTH = 100
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tokens")
+    area = models.ForeignKey(SemanticArea, on_delete=models.CASCADE, related_name="tokens")
+    text = models.CharField(max_length=MAX_LENGTH)
+    rare = models.BooleanField(default=False, help_text="Rare in the domain's corpus (§2.1, hubness).")
+
+    class Meta:
+        ordering = ["study", "area", "text"]
+        constraints = [models.UniqueConstraint(fields=["study", "text"], name="token_unique_in_study")]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Item(models.Model):
+    """An unordered pair of two distinct tokens of one area: the thing being ranked (§2.2).
+
+    ``index`` numbers the items of a study 0 … N-1: the position of the item in the engine's arrays.
+    ``token_a`` has the lower id, so a pair is stored once.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    area = models.ForeignKey(SemanticArea, on_delete=models.CASCADE, related_name="items")
+    token_a = models.ForeignKey(Token, on_delete=models.CASCADE, related_name="+")
+    token_b = models.ForeignKey(Token, on_delete=models.CASCADE, related_name="+")
+    index = models.PositiveIntegerField()
+    final_score = models.FloatField(
+        null=True, blank=True, help_text="ȳ after the item's last ballot (Eq. 5)."
+    )
+    final_rank = models.PositiveIntegerField(null=True, blank=True, help_text="1 = most related.")
+    last_ballot = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "token_a", "token_b"], name="item_pair_unique_in_study"),
+            models.UniqueConstraint(fields=["study", "index"], name="item_index_unique_in_study"),
+            models.CheckConstraint(
+                condition=Q(token_a__lt=F("token_b")), name="item_tokens_ordered_distinct"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token_a.text} – {self.token_b.text}"
+
+
+class Ballot(models.Model):
+    """One round of comparisons over the items still in play; k = ``number`` (§2.5)."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        CLOSED = "closed", "closed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="ballots")
+    number = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    items = models.ManyToManyField(Item, through="BallotItem", related_name="ballots")
+    comparison_count = models.PositiveIntegerField()
+    votes_recorded = models.PositiveIntegerField(default=0)
+    opened_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    rescale_slope = models.FloatField(null=True, blank=True, help_text="b̂(k) of Eq. 6.")
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="ballot_number_unique_in_study"),
+            models.UniqueConstraint(
+                fields=["study"], condition=Q(status="open"), name="one_open_ballot_per_study"
+            ),
+            models.CheckConstraint(
+                condition=Q(votes_recorded__lte=F("comparison_count")), name="ballot_votes_within_comparisons"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study} · ballot {self.number}"
+
+
+class BallotItem(models.Model):
+    """Membership of an item in a ballot."""
+
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE)
+    item = models.ForeignKey(Item, on_delete=models.CASCADE)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["ballot", "item"], name="ballot_item_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} in ballot {self.ballot_id}"
+
+
+class Comparison(models.Model):
+    """Two items shown together for one decision; scheduled before its ballot opens (§2.3)."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        LEASED = "leased", "leased"
+        VOTED = "voted", "voted"
+        CANCELLED = "cancelled", "cancelled"
+
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="comparisons")
+    position = models.PositiveIntegerField()
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    pair_low = models.PositiveIntegerField(help_text="The lower item index of the pair.")
+    pair_high = models.PositiveIntegerField(help_text="The higher item index of the pair.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["ballot", "position"]
+        indexes = [models.Index(fields=["ballot", "status", "position"], name="comparison_available")]
+        constraints = [
+            models.UniqueConstraint(fields=["ballot", "position"], name="comparison_position_unique"),
+            models.CheckConstraint(
+                condition=Q(pair_low__lt=F("pair_high")), name="comparison_distinct_items"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"comparison {self.position} of ballot {self.ballot_id}"
+
+
+class Annotator(models.Model):
+    """A person voting in one study: a crowd participant id, a browser session, or a user."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotators")
+    # NULL, not "", for absent identities: the unique constraints below must ignore them.
+    participant_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    session_key = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "participant_id"],
+                condition=Q(participant_id__isnull=False),
+                name="annotator_participant_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["study", "user"], condition=Q(user__isnull=False), name="annotator_user_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["study", "session_key"],
+                condition=Q(session_key__isnull=False),
+                name="annotator_session_unique",
+            ),
+            models.CheckConstraint(
+                condition=Q(participant_id__isnull=False)
+                | Q(session_key__isnull=False)
+                | Q(user__isnull=False),
+                name="annotator_is_identified",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        if self.participant_id:
+            return f"participant {self.participant_id}"
+        if self.user_id:
+            return f"user {self.user}"
+        return f"anonymous #{self.pk}"
+
+
+class Assignment(models.Model):
+    """A comparison leased to one annotator until it is voted or the lease expires."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        VOTED = "voted", "voted"
+        EXPIRED = "expired", "expired"
+        CANCELLED = "cancelled", "cancelled"
+
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="assignments")
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    issued_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-issued_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator"], condition=Q(status="active"), name="one_active_assignment_per_annotator"
+            ),
+            models.UniqueConstraint(
+                fields=["comparison"],
+                condition=Q(status="active"),
+                name="one_active_assignment_per_comparison",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+
+class Vote(models.Model):
+    """An annotator's decision on an assignment: left, right or tie. Recorded once."""
+
+    class Choice(models.TextChoices):
+        LEFT = "left", "left"
+        RIGHT = "right", "right"
+        TIE = "tie", "tie"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="vote")
+    comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE, related_name="vote")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="votes")
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="votes")
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    pair_low = models.PositiveIntegerField()
+    pair_high = models.PositiveIntegerField()
+    choice = models.CharField(max_length=5, choices=Choice.choices)
+    response_ms = models.PositiveIntegerField(
+        help_text="From issuing the assignment to the vote, on the server."
+    )
+    client_response_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="As measured by the page."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["annotator", "ballot"], name="vote_annotator_ballot")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "pair_low", "pair_high"], name="vote_once_per_pair_per_annotator"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"vote {self.pk}: {self.choice}"
