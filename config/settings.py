@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from here, not from a CDN
     "collection",
     "scoring",
     "metrics",
@@ -173,6 +174,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Adaptive pairwise-comparison studies and top-weighted evaluation of semantic models.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

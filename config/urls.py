@@ -1,13 +1,16 @@
 """Top-level URL configuration."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config.views import health
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("s/", include("collection.urls")),
+    path("api/", include("collection.api_urls")),
+    path("studies/", include("scoring.urls")),
     path("healthz/", health, name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
