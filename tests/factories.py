@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
+from django.db import connection
+from django.test import TestCase
 
 from collection.models import Study
 from collection.services import (
@@ -18,6 +21,17 @@ from collection.services import (
 )
 
 _counter = itertools.count(1)
+
+
+def committed_callbacks():
+    """Runs the ``transaction.on_commit`` callbacks (the ballot-closing task) as a real commit would.
+
+    Inside a test wrapped in a transaction nothing commits, so they are captured and run at once; in a
+    transactional test they run at the real commit.
+    """
+    if connection.in_atomic_block:
+        return TestCase.captureOnCommitCallbacks(execute=True)
+    return contextlib.nullcontext()
 
 
 def tokens_csv(area_sizes: dict[str, int]) -> str:
@@ -86,7 +100,10 @@ def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None
             result = comparison_next_for(annotator=annotator)
             if result.assignment is None:
                 continue
-            vote_record(annotator=annotator, assignment_id=result.assignment.pk, choice=choose(result.assignment.comparison))
+            with committed_callbacks():
+                vote_record(
+                    annotator=annotator, assignment_id=result.assignment.pk, choice=choose(result.assignment.comparison)
+                )
             votes += 1
             progressed = True
         study.refresh_from_db(fields=["status"])
