@@ -34,6 +34,7 @@ def celery_worker_process(transactional_db, tmp_path):
     """
     from config.celery import app
 
+    app.control.purge()  # messages left by earlier tests must not reach this worker
     node = f"test-{uuid.uuid4().hex[:8]}@localhost"
     log_path = tmp_path / "worker.log"
     environment = dict(
@@ -75,9 +76,29 @@ def celery_worker_process(transactional_db, tmp_path):
                 pytest.fail(f"the Celery worker did not start:\n{log_path.read_text()[-3000:]}")
         yield {"node": node, "log": log_path}
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        _stop_process_group(process)
+
+
+def _stop_process_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the worker and its pool children, SIGKILL if they linger; gone already is fine."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
         try:
             process.wait(timeout=20)
+            return
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            continue
+
+
+@pytest.fixture
+def eager_tasks():
+    """Run tasks in-process in an integration test that starts no worker (nothing left on the broker)."""
+    from config.celery import app
+
+    previous = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = previous

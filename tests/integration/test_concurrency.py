@@ -1,0 +1,100 @@
+"""Many annotators at once on PostgreSQL: no comparison handed out twice, every vote stored once."""
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from collection.models import Assignment, Ballot, Study, Vote
+from collection.services import comparison_next_for, vote_record
+from scoring.models import ItemScore
+from scoring.services import ballot_close
+from tests.factories import annotators, make_study
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def run_in_threads(count, work):
+    errors, barrier = [], threading.Barrier(count)
+
+    def runner(number):
+        try:
+            barrier.wait()
+            work(number)
+        except Exception as exc:  # reported by the test, with the thread that raised it
+            errors.append((number, repr(exc)))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=runner, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+
+
+def test_concurrent_annotators_never_receive_the_same_comparison(eager_tasks):
+    # One ballot of 45 items × M = 10: 225 comparisons for 12 annotators voting at once.
+    study = make_study(tokens=10, ballot_count=1, appearances=10, votes_per_annotator_per_ballot=None)
+    crowd = annotators(study, 12)
+    handed, stored = [], []
+    lock = threading.Lock()
+
+    def vote_all(number):
+        annotator = crowd[number]
+        while (result := comparison_next_for(annotator=annotator)).assignment is not None:
+            assignment = result.assignment
+            vote, created = vote_record(annotator=annotator, assignment_id=assignment.pk, choice="left")
+            with lock:
+                handed.append((assignment.comparison_id, annotator.pk))
+                stored.append((vote.pk, created))
+
+    run_in_threads(len(crowd), vote_all)
+    ballot = Ballot.objects.get(study=study)
+    per_comparison = Counter(comparison for comparison, _ in handed)
+    assert len(per_comparison) == 225 and set(per_comparison.values()) == {1}
+    assert all(created for _, created in stored) and len({vote for vote, _ in stored}) == 225
+    assert Vote.objects.filter(ballot=ballot).count() == 225 == ballot.votes_recorded
+    assert len({annotator for _, annotator in handed}) == 12  # every annotator got work
+    assert Study.objects.get(pk=study.pk).status == Study.Status.FINISHED
+
+
+def test_a_vote_sent_twice_at_once_is_stored_once(eager_tasks):
+    study = make_study()
+    (alice,) = annotators(study, 1)
+    assignment = comparison_next_for(annotator=alice).assignment
+    results = []
+
+    def send(number):
+        vote, created = vote_record(annotator=alice, assignment_id=assignment.pk, choice="right")
+        results.append((vote.pk, created))
+
+    run_in_threads(6, send)
+    assert len({vote for vote, _ in results}) == 1 and sorted(created for _, created in results) == [
+        False
+    ] * 5 + [True]
+    assert Vote.objects.count() == 1 and Assignment.objects.get(pk=assignment.pk).status == "voted"
+
+
+def test_two_workers_closing_the_same_ballot_open_exactly_one_next(eager_tasks):
+    study = make_study()
+    crowd = annotators(study, 3)
+    for _ in range(10):
+        for annotator in crowd:
+            result = comparison_next_for(annotator=annotator)
+            if result.assignment:
+                vote_record(annotator=annotator, assignment_id=result.assignment.pk, choice="left")
+    first = Ballot.objects.get(study=study, number=1)
+    assert first.votes_recorded == 30  # the eager close already ran once; run it again from 4 threads
+    Ballot.objects.filter(study=study, number=2).delete()
+    ItemScore.objects.filter(ballot=first).delete()
+    Ballot.objects.filter(pk=first.pk).update(status="open")
+
+    run_in_threads(4, lambda number: ballot_close(ballot_id=first.pk))
+    assert list(Ballot.objects.filter(study=study).order_by("number").values_list("number", "status")) == [
+        (1, "closed"),
+        (2, "open"),
+    ]
+    assert ItemScore.objects.filter(ballot=first).count() == 15
