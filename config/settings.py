@@ -96,7 +96,6 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-FORMS_URLFIELD_ASSUME_HTTPS = True  # Django 6's default for URL fields typed without a scheme
 
 # --- cache -------------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
