@@ -11,9 +11,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-# Commands `make run` runs after `migrate`, before it prints the admin login and starts the server.
-# The demo loader goes here when it exists, e.g.: RUN_SETUP = $(MANAGE) load_demo
-RUN_SETUP ?=
+# Commands `make run` runs after `migrate`, before it prints the admin login and starts the server:
+# the demo study (990 items, running; does nothing if it exists). `make run RUN_SETUP=` skips it.
+RUN_SETUP ?= $(MANAGE) load_demo
 
 .PHONY: install run test lint worker beat
 

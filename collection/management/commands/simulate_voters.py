@@ -41,8 +41,18 @@ class Command(BaseCommand):
             help="underlying similarity of the items; default: the paper's 990 embedding similarities when "
             "the study has 990 items, else exponential",
         )
-        parser.add_argument("--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max)
-        parser.add_argument("--oversight-max", type=float, default=_DEFAULTS.oversight_max)
+        parser.add_argument(
+            "--nonconformity-min", type=float, default=_DEFAULTS.nonconformity_min, help="σ* lower bound"
+        )
+        parser.add_argument(
+            "--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max, help="σ* upper bound"
+        )
+        parser.add_argument(
+            "--oversight-min", type=float, default=_DEFAULTS.oversight_min, help="ε lower bound"
+        )
+        parser.add_argument(
+            "--oversight-max", type=float, default=_DEFAULTS.oversight_max, help="ε upper bound"
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--max-votes", type=int, default=None, help="stop after this many votes")
         parser.add_argument(
@@ -85,7 +95,9 @@ class Command(BaseCommand):
                 keep_fraction=study.keep_fraction,
                 appearances=study.appearances,
                 voter_count=options["voters"],
+                nonconformity_min=options["nonconformity_min"],
                 nonconformity_max=options["nonconformity_max"],
+                oversight_min=options["oversight_min"],
                 oversight_max=options["oversight_max"],
             )
         except ValueError as exc:
