@@ -1,6 +1,17 @@
 """REST API routes: /api/ …"""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from collection.api import ComparisonNextView, StudyViewSet, VoteView
 
 app_name = "api"
-urlpatterns: list = []
+
+router = SimpleRouter()
+router.register("studies", StudyViewSet, basename="study")
+
+urlpatterns = [
+    path("studies/<slug:slug>/next/", ComparisonNextView.as_view(), name="study-next"),
+    path("votes/", VoteView.as_view(), name="votes"),
+    *router.urls,
+]

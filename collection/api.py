@@ -1,0 +1,419 @@
+"""The REST API: staff manage studies and read results; annotators get comparisons and vote.
+
+Views stay thin: validate with a serializer, call one service, serialize what it returns. A
+``ServiceError`` becomes its HTTP status with ``{"detail": message}`` (and ``"errors"`` for uploads).
+"""
+
+from __future__ import annotations
+
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, NotFound
+from rest_framework.parsers import BaseParser, MultiPartParser
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from collection import selectors, services
+from collection.identity import annotator_from_request
+from collection.models import Study
+from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
+from collection.results_selectors import study_results
+from collection.serializers import (
+    BallotClosingSerializer,
+    BallotProgressSerializer,
+    CsvUploadSerializer,
+    ErrorSerializer,
+    ImportReportSerializer,
+    ItemSerializer,
+    ItemsGenerateSerializer,
+    NextComparisonSerializer,
+    PlanSerializer,
+    ResultSerializer,
+    StudyDuplicateSerializer,
+    StudySerializer,
+    TokenSerializer,
+    VoteRequestSerializer,
+    VoteResultSerializer,
+)
+from collection.services import MAX_UPLOAD_BYTES, ServiceError, StudyStateError
+
+
+class ServiceErrorResponses:
+    """Turns a ``ServiceError`` into its status with ``{"detail", "errors"?}``."""
+
+    def handle_exception(self, exc):
+        if isinstance(exc, ServiceError):
+            body = {"detail": exc.message}
+            if exc.errors:
+                body["errors"] = exc.errors
+            return Response(body, status=exc.status)
+        return super().handle_exception(exc)
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+# --- uploads -------------------------------------------------------------------------------------
+
+
+class UploadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+
+
+def _too_large(size: int) -> str:
+    return f"the file is {size:,} bytes; the limit is {MAX_UPLOAD_BYTES:,} bytes (2 MiB)"
+
+
+class CsvParser(BaseParser):
+    """A raw ``text/csv`` request body, returned as bytes (read no further than the size limit)."""
+
+    media_type = "text/csv"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = stream.read(MAX_UPLOAD_BYTES + 1)
+        if len(data) > MAX_UPLOAD_BYTES:
+            declared = int(parser_context["request"].META.get("CONTENT_LENGTH") or 0)
+            raise UploadTooLarge(_too_large(max(declared, len(data))))
+        return data
+
+
+UPLOAD_PARSERS = [MultiPartParser, CsvParser]
+UPLOAD_REQUEST = {"multipart/form-data": CsvUploadSerializer, "text/csv": OpenApiTypes.BINARY}
+
+
+def uploaded_csv(request) -> bytes:
+    """The CSV of an upload request: the multipart field ``file`` or a ``text/csv`` body."""
+    if isinstance(request.data, bytes):
+        return request.data
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ServiceError(
+            "no file received: send the CSV as the multipart form field 'file', "
+            "or as the request body with the header 'Content-Type: text/csv'"
+        )
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise ServiceError(_too_large(upload.size), status=413)
+    return upload.read()
+
+
+# --- staff ---------------------------------------------------------------------------------------
+
+STAFF_ERRORS = {403: _error("Not logged in as staff.")}
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List studies", responses={200: StudySerializer(many=True), **STAFF_ERRORS}),
+    create=extend_schema(summary="Create a draft study"),
+    retrieve=extend_schema(summary="A study"),
+    update=extend_schema(summary="Change a study (its plan only while it is a draft)"),
+    partial_update=extend_schema(summary="Change some fields of a study (its plan only while it is a draft)"),
+    destroy=extend_schema(
+        summary="Delete a draft study",
+        responses={204: None, 409: _error("The study has started; its votes are kept.")},
+    ),
+)
+@extend_schema(tags=["staff"])
+class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
+    """For staff: studies, their pools, plan, lifecycle and results."""
+
+    queryset = Study.objects.select_related("created_by", "duplicated_from")
+    serializer_class = StudySerializer
+    permission_classes = [IsStaff]
+    lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def get_object(self) -> Study:
+        slug = self.kwargs["slug"]
+        study = self.get_queryset().filter(slug=slug).first()
+        if study is None:
+            raise NotFound(f"there is no study {slug!r}; GET /api/studies/ lists them")
+        self.check_object_permissions(self.request, study)
+        return study
+
+    def perform_create(self, serializer):
+        serializer.save(created_by=self.request.user)
+
+    def perform_destroy(self, instance: Study):
+        # Conditional delete: a study started meanwhile is not deleted, whoever wins the race.
+        deleted, _ = Study.objects.filter(pk=instance.pk, status=Study.Status.DRAFT).delete()
+        if not deleted:
+            raise StudyStateError(
+                f"the study is {instance.status}: only a draft can be deleted, so that no votes are lost"
+            )
+
+    # --- pools ---
+
+    @extend_schema(summary="The study's tokens", responses={200: TokenSerializer(many=True), **STAFF_ERRORS})
+    @action(detail=True, methods=["get"], parser_classes=UPLOAD_PARSERS, serializer_class=TokenSerializer)
+    def tokens(self, request, slug=None):
+        study = self.get_object()
+        tokens = study.tokens.select_related("area").order_by("area__name", "text")
+        page = self.paginate_queryset(tokens)
+        return self.get_paginated_response(TokenSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Import tokens from CSV (token, area[, rare]); all or nothing",
+        request=UPLOAD_REQUEST,
+        responses={
+            201: ImportReportSerializer,
+            400: _error("The file has problems, listed by line in errors; nothing was imported."),
+            409: _error("The study has started; its pools are frozen."),
+            413: _error("The file is larger than 2 MiB."),
+        },
+    )
+    @tokens.mapping.post
+    def tokens_import(self, request, slug=None):
+        study = self.get_object()
+        report = services.tokens_import(study=study, data=uploaded_csv(request))
+        return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="The study's items", responses={200: ItemSerializer(many=True), **STAFF_ERRORS})
+    @action(detail=True, methods=["get"], serializer_class=ItemSerializer)
+    def items(self, request, slug=None):
+        study = self.get_object()
+        items = study.items.select_related("area", "token_a", "token_b").order_by("index")
+        page = self.paginate_queryset(items)
+        return self.get_paginated_response(ItemSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Replace the items by all pairs of tokens within each area",
+        request=ItemsGenerateSerializer,
+        responses={201: ImportReportSerializer, 400: _error("Too few tokens."), 409: _error("Not a draft.")},
+    )
+    @action(
+        detail=True, methods=["post"], url_path="items/generate", serializer_class=ItemsGenerateSerializer
+    )
+    def items_generate(self, request, slug=None):
+        study = self.get_object()
+        serializer = ItemsGenerateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        report = services.items_generate(
+            study=study, max_per_area=serializer.validated_data.get("max_per_area")
+        )
+        return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Replace the items by explicit pairs from CSV (token_a, token_b); all or nothing",
+        request=UPLOAD_REQUEST,
+        responses={
+            201: ImportReportSerializer,
+            400: _error("The file has problems, listed by line in errors; nothing was imported."),
+            409: _error("The study has started; its pools are frozen."),
+            413: _error("The file is larger than 2 MiB."),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="items/upload",
+        parser_classes=UPLOAD_PARSERS,
+        serializer_class=CsvUploadSerializer,
+    )
+    def items_upload(self, request, slug=None):
+        study = self.get_object()
+        report = services.items_import_pairs(study=study, data=uploaded_csv(request))
+        return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
+
+    # --- plan and lifecycle ---
+
+    @extend_schema(
+        summary="The ballot plan for the current items (Eq. 2-4, 10) with the §2.7 warnings",
+        responses={200: PlanSerializer, 400: _error("The plan is impossible for these items.")},
+    )
+    @action(detail=True, methods=["get"], serializer_class=PlanSerializer)
+    def plan(self, request, slug=None):
+        study = self.get_object()
+        return Response(PlanSerializer(services.study_plan(study=study).as_dict()).data)
+
+    @extend_schema(
+        summary="Start the study: freeze the plan and open ballot 1",
+        request=None,
+        responses={200: StudySerializer, 400: _error("The plan is impossible."), 409: _error("Not a draft.")},
+    )
+    @action(detail=True, methods=["post"])
+    def start(self, request, slug=None):
+        study = self.get_object()
+        services.study_start(study=study)
+        return Response(StudySerializer(self.get_object()).data)
+
+    @extend_schema(
+        summary="Close the open ballot now, with the votes it has",
+        request=None,
+        responses={202: BallotClosingSerializer, 409: _error("No ballot is open.")},
+    )
+    @action(detail=True, methods=["post"], url_path="close-ballot")
+    def close_ballot(self, request, slug=None):
+        study = self.get_object()
+        ballot = services.study_close_current_ballot(study=study)
+        body = {
+            "ballot": ballot.number,
+            "detail": f"ballot {ballot.number} is closing; its scores are computed and the next ballot "
+            "opens in the background (GET progress/ to follow it)",
+        }
+        return Response(BallotClosingSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        summary="Duplicate the study: same items and plan, no votes (a replication)",
+        request=StudyDuplicateSerializer,
+        responses={201: StudySerializer},
+    )
+    @action(detail=True, methods=["post"], serializer_class=StudyDuplicateSerializer)
+    def duplicate(self, request, slug=None):
+        study = self.get_object()
+        serializer = StudyDuplicateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        copy = services.study_duplicate(study=study, user=request.user, **serializer.validated_data)
+        return Response(StudySerializer(copy).data, status=status.HTTP_201_CREATED)
+
+    # --- results ---
+
+    @extend_schema(
+        summary="Every ballot with its size, votes and state", responses=BallotProgressSerializer(many=True)
+    )
+    @action(detail=True, methods=["get"], pagination_class=None, serializer_class=BallotProgressSerializer)
+    def progress(self, request, slug=None):
+        study = self.get_object()
+        return Response(BallotProgressSerializer(selectors.study_progress(study=study), many=True).data)
+
+    @extend_schema(
+        summary="The final ranking: items by final score ȳ, with x(k) per ballot",
+        responses={200: ResultSerializer(many=True), 409: _error("The study is not finished yet.")},
+    )
+    @action(detail=True, methods=["get"], pagination_class=None, serializer_class=ResultSerializer)
+    def results(self, request, slug=None):
+        study = self.get_object()
+        return Response(ResultSerializer(study_results(study=study), many=True).data)
+
+
+# --- annotators ----------------------------------------------------------------------------------
+
+# Session first, so that a request carrying the session cookie always passes the CSRF check.
+ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, TokenAuthentication]
+
+
+def _study_or_404(slug: str) -> Study:
+    study = Study.objects.filter(slug=slug).first()
+    if study is None:
+        raise NotFound(f"there is no study {slug!r}; check the link you were given")
+    return study
+
+
+@method_decorator(ensure_csrf_cookie, name="dispatch")  # API clients get the token for their votes here
+class ComparisonNextView(ServiceErrorResponses, APIView):
+    """For annotators: lease the next comparison of the open ballot, with both items and the progress."""
+
+    authentication_classes = ANNOTATOR_AUTHENTICATION
+    permission_classes = [AllowAny]  # the annotator is checked per study: consented_annotator()
+
+    @extend_schema(
+        summary="Your next comparison (the one you hold while its lease runs)",
+        operation_id="studies_next",
+        tags=["annotators"],
+        responses={
+            200: NextComparisonSerializer,
+            204: OpenApiResponse(description="No comparison for you now; X-Yardstick-Reason says why."),
+            403: _error("Open the study link first, and give your consent."),
+            404: _error("No such study."),
+        },
+        parameters=[
+            OpenApiParameter(
+                "X-Yardstick-Reason",
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                response=[204],
+                enum=[
+                    services.NextReason.NOT_STARTED,
+                    services.NextReason.FINISHED,
+                    services.NextReason.QUOTA,
+                    services.NextReason.BALLOT_CLOSING,
+                    services.NextReason.NONE_FOR_YOU,
+                    services.NextReason.ALL_LEASED,
+                ],
+                description="Why there is no comparison.",
+            ),
+            OpenApiParameter(
+                "Retry-After",
+                OpenApiTypes.INT,
+                location=OpenApiParameter.HEADER,
+                response=[204],
+                description="Seconds after which a comparison may be available (when one is expected).",
+            ),
+        ],
+    )
+    def get(self, request, slug: str):
+        study = _study_or_404(slug)
+        annotator = consented_annotator(request, study)
+        result = services.comparison_next_for(annotator=annotator)
+        if result.assignment is None:
+            headers = {"X-Yardstick-Reason": result.reason}
+            if result.retry_after_seconds is not None:
+                headers["Retry-After"] = str(result.retry_after_seconds)
+            return Response(status=status.HTTP_204_NO_CONTENT, headers=headers)
+        assignment = result.assignment
+        sides = selectors.comparison_display(comparison_id=assignment.comparison_id)
+        body = {
+            "assignment": assignment.pk,
+            "expires_at": assignment.expires_at,
+            "question": study.question,
+            "allow_ties": study.allow_ties,
+            "left": sides["left"],
+            "right": sides["right"],
+            "progress": selectors.annotator_progress(annotator=annotator).as_dict(),
+        }
+        return Response(NextComparisonSerializer(body).data)
+
+
+class VoteView(ServiceErrorResponses, APIView):
+    """For annotators: record the vote on an assignment, once; a retried request returns the same vote."""
+
+    authentication_classes = ANNOTATOR_AUTHENTICATION
+    permission_classes = [AllowAny]  # the annotator is the one of the assignment's study, or 404
+
+    @extend_schema(
+        summary="Vote on your assignment; a retry returns the vote already recorded",
+        operation_id="votes_create",
+        tags=["annotators"],
+        request=VoteRequestSerializer,
+        responses={
+            201: VoteResultSerializer,
+            200: OpenApiResponse(VoteResultSerializer, description="Already recorded by an earlier request."),
+            400: _error("A choice the study does not offer, or a malformed request."),
+            403: _error("A session request without the CSRF token."),
+            404: _error("Not one of your assignments."),
+            409: _error("The lease expired or the ballot closed."),
+        },
+    )
+    def post(self, request):
+        serializer = VoteRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        annotator = self._annotator_of_assignment(request, data["assignment"])
+        vote, created = services.vote_record(
+            annotator=annotator,
+            assignment_id=data["assignment"],
+            choice=data["choice"],
+            client_response_ms=data.get("client_response_ms"),
+        )
+        body = {"vote": vote.pk, "assignment": vote.assignment_id, "choice": vote.choice, "created": created}
+        return Response(
+            VoteResultSerializer(body).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+    @staticmethod
+    def _annotator_of_assignment(request, assignment_id: int):
+        # The same answer for an unknown assignment and another's: nothing about others leaks.
+        not_yours = NotFound(f"assignment {assignment_id} is not one of yours")
+        study = Study.objects.filter(ballots__assignments=assignment_id).first()
+        if study is None:
+            raise not_yours
+        annotator = annotator_from_request(request, study)
+        if annotator is None:
+            raise not_yours
+        return annotator

@@ -1,0 +1,82 @@
+"""Who may call the REST API: staff for studies and results, annotators for their own comparisons."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.authentication import SessionScheme
+from rest_framework.authentication import CSRFCheck, SessionAuthentication
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import BasePermission
+
+from collection.identity import annotator_from_request
+from collection.models import Annotator, Study
+
+
+class IsStaff(BasePermission):
+    """Staff users only, logged in through the admin (session) or with an API token."""
+
+    message = (
+        "this endpoint is for staff: log in through the admin with a staff account, "
+        "or send the header 'Authorization: Token <key>' of one"
+    )
+
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+
+
+class AnnotatorSessionAuthentication(SessionAuthentication):
+    """Session authentication that also checks CSRF for anonymous annotators.
+
+    DRF checks CSRF only for logged-in users, but an anonymous annotator is identified by the session
+    cookie too, so another site could make their browser vote. Every unsafe request that carries the
+    session cookie must bring the CSRF token, logged in or not.
+    """
+
+    def authenticate(self, request):
+        if settings.SESSION_COOKIE_NAME in request._request.COOKIES:
+            self.enforce_csrf(request)
+        user = getattr(request._request, "user", None)
+        if user is None or not user.is_active:
+            return None
+        return (user, None)
+
+    def enforce_csrf(self, request):
+        # The parent's check, with a message that says how to pass it.
+        check = CSRFCheck(lambda _request: None)
+        check.process_request(request)  # reads the CSRF cookie for process_view
+        reason = check.process_view(request, None, (), {})
+        if reason:
+            raise PermissionDenied(
+                f"CSRF failed: {reason} Send the csrftoken cookie's value in the X-CSRFToken header."
+            )
+
+
+class AnnotatorSessionScheme(SessionScheme):
+    """The OpenAPI description of ``AnnotatorSessionAuthentication``: the session cookie."""
+
+    target_class = "collection.permissions.AnnotatorSessionAuthentication"
+    name = "annotatorSession"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            **super().get_security_definition(auto_schema),
+            "description": "The browser session of the study link /s/<slug>/; a POST also needs the "
+            "csrftoken cookie's value in the X-CSRFToken header.",
+        }
+
+
+def consented_annotator(request, study: Study) -> Annotator:
+    """The request's annotator in ``study``, refused (403) without one or before consent."""
+    annotator = annotator_from_request(request, study)
+    link = study.get_absolute_url()
+    if annotator is None:
+        raise PermissionDenied(
+            f"you are not an annotator of this study yet: open the study link {link} first; "
+            "it identifies you and shows the instructions"
+        )
+    if annotator.consented_at is None:
+        raise PermissionDenied(
+            f"you have not agreed to take part yet: open the study link {link}, read the instructions "
+            "and give your consent, then ask for a comparison again"
+        )
+    return annotator

@@ -1,0 +1,93 @@
+"""The OpenAPI schema of the REST API, and the Swagger UI served without a CDN."""
+
+import json
+import re
+
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.test import Client
+from drf_spectacular.drainage import GENERATOR_STATS
+
+ANNOTATOR_OPERATIONS = {("/api/studies/{slug}/next/", "get"), ("/api/votes/", "post")}
+STAFF_OPERATIONS = {
+    ("/api/studies/", "get"),
+    ("/api/studies/", "post"),
+    ("/api/studies/{slug}/", "get"),
+    ("/api/studies/{slug}/", "put"),
+    ("/api/studies/{slug}/", "patch"),
+    ("/api/studies/{slug}/", "delete"),
+    ("/api/studies/{slug}/tokens/", "get"),
+    ("/api/studies/{slug}/tokens/", "post"),
+    ("/api/studies/{slug}/items/", "get"),
+    ("/api/studies/{slug}/items/generate/", "post"),
+    ("/api/studies/{slug}/items/upload/", "post"),
+    ("/api/studies/{slug}/plan/", "get"),
+    ("/api/studies/{slug}/start/", "post"),
+    ("/api/studies/{slug}/close-ballot/", "post"),
+    ("/api/studies/{slug}/duplicate/", "post"),
+    ("/api/studies/{slug}/progress/", "get"),
+    ("/api/studies/{slug}/results/", "get"),
+}
+HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+def generated_schema(tmp_path) -> dict:
+    """``manage.py spectacular --validate --fail-on-warn``: raises on any warning or invalid schema."""
+    GENERATOR_STATS.reset()  # warnings of schemas generated earlier in this process are not this one's
+    path = tmp_path / "schema.json"
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json", "--file", str(path)
+    )
+    return json.loads(path.read_text())
+
+
+def test_the_schema_is_valid_openapi_without_warnings_and_lists_every_endpoint(tmp_path):
+    schema = generated_schema(tmp_path)
+
+    operations = {
+        (path, method)
+        for path, item in schema["paths"].items()
+        if path.startswith("/api/")
+        for method in item
+        if method in HTTP_METHODS
+    }
+    assert operations == ANNOTATOR_OPERATIONS | STAFF_OPERATIONS
+
+
+def test_the_schema_documents_the_204_of_next_with_its_reason_header_and_both_upload_forms(tmp_path):
+    schema = generated_schema(tmp_path)
+
+    no_comparison = schema["paths"]["/api/studies/{slug}/next/"]["get"]["responses"]["204"]
+    assert set(no_comparison["headers"]) == {"X-Yardstick-Reason", "Retry-After"}
+    assert "content" not in no_comparison
+    upload = schema["paths"]["/api/studies/{slug}/tokens/"]["post"]["requestBody"]["content"]
+    assert set(upload) == {"multipart/form-data", "text/csv"}
+    assert schema["components"]["schemas"]["CsvUpload"]["properties"]["file"] == {
+        "type": "string",
+        "format": "binary",
+        "description": "A CSV file, UTF-8, at most 2 MiB.",
+    }
+
+
+def test_the_schema_is_served_at_api_schema():
+    response = Client().get("/api/schema/", {"format": "json"})
+
+    assert response.status_code == 200
+    assert "/api/studies/{slug}/next/" in json.loads(response.content)["paths"]
+
+
+def test_the_api_docs_page_loads_swagger_ui_from_our_own_static_files():
+    response = Client().get("/api/docs/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assets = re.findall(r'<(?:script|link)\b[^>]*?\b(?:src|href)="([^"]+)"', html)
+    assert sorted(assets) == [
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/favicon-32x32.png",
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js",
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-standalone-preset.js",
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css",
+    ]
+    for asset in assets:
+        assert finders.find(asset.removeprefix("/static/")) is not None, f"{asset} is not shipped"
+    assert re.findall(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", html) == []
