@@ -1,0 +1,175 @@
+"""Annotator pages: the entry page (instructions and consent) and the voting page.
+
+Server-rendered and complete without JavaScript; ``static/collection/vote.js`` only enhances the voting
+page (keys, no reload between comparisons) through the REST API. Every write goes through the services.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import get_script_prefix
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_http_methods
+
+from collection.identity import annotator_from_request
+from collection.models import Study
+from collection.selectors import annotator_progress, comparison_display
+from collection.services import (
+    NextReason,
+    ServiceError,
+    annotator_consent,
+    comparison_next_for,
+    vote_record,
+)
+
+# Query parameters that carry the crowd platform's participant id: ours, Prolific's, MTurk's.
+PARTICIPANT_PARAMETERS = ("participant", "PROLIFIC_PID", "workerId")
+
+# A client-measured response time beyond a day is a clock glitch, not a measurement.
+MAX_CLIENT_RESPONSE_MS = 24 * 60 * 60 * 1000
+
+NOTHING_TEMPLATES = {
+    NextReason.QUOTA: "collection/next/quota.html",
+    NextReason.BALLOT_CLOSING: "collection/next/ballot_closing.html",
+    NextReason.ALL_LEASED: "collection/next/all_leased.html",
+    NextReason.NONE_FOR_YOU: "collection/next/none_for_you.html",
+    NextReason.FINISHED: "collection/next/finished.html",
+    NextReason.NOT_STARTED: "collection/next/not_started.html",
+}
+
+
+def _participant_id(data) -> str | None:
+    for name in PARTICIPANT_PARAMETERS:
+        value = data.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _client_response_ms(value: str | None) -> int | None:
+    try:
+        milliseconds = int(value or "")
+    except ValueError:
+        return None
+    return milliseconds if 0 < milliseconds <= MAX_CLIENT_RESPONSE_MS else None
+
+
+def completion_url(study: Study) -> str:
+    """The crowd platform's completion URL, with ``?cc=<code>`` added when it has no query of its own."""
+    url = study.completion_redirect_url
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.query:
+        return url
+    return urlunsplit(parts._replace(query=urlencode({"cc": study.completion_code})))
+
+
+def _entry_page(request, study, annotator, *, participant_id=None, error="", status=200):
+    voted = annotator is not None and annotator_progress(annotator=annotator).votes_total > 0
+    context = {
+        "study": study,
+        "annotator": annotator,
+        "participant_id": participant_id,
+        "voted": voted,
+        "completion_url": completion_url(study) if voted else "",
+        "error": error,
+    }
+    return render(request, "collection/entry.html", context, status=status)
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def entry(request, slug):
+    """The study's link for annotators: instructions and consent, or why the study cannot be joined."""
+    study = get_object_or_404(Study, slug=slug)
+    if request.method == "POST":
+        return _consent(request, study)
+    participant_id = _participant_id(request.GET)
+    annotator = annotator_from_request(request, study, participant_id=participant_id)
+    return _entry_page(request, study, annotator, participant_id=participant_id)
+
+
+def _consent(request, study):
+    if study.status != Study.Status.RUNNING:
+        return redirect(study)  # the entry page says why nobody can join now
+    participant_id = _participant_id(request.POST)
+    if request.POST.get("consent") != "yes":
+        annotator = annotator_from_request(request, study, participant_id=participant_id)
+        error = "Tick the box to confirm that you agree to take part, then press Start."
+        return _entry_page(request, study, annotator, participant_id=participant_id, error=error, status=400)
+    annotator = annotator_from_request(request, study, create=True, participant_id=participant_id)
+    annotator_consent(annotator=annotator)
+    return redirect("collection:vote", slug=study.slug)
+
+
+@never_cache
+@ensure_csrf_cookie  # vote.js sends the cookie's token with its API calls
+@require_http_methods(["GET", "POST"])
+def vote(request, slug):
+    """The next comparison (GET), or a vote on the current one (POST, then back to GET)."""
+    study = get_object_or_404(Study, slug=slug)
+    annotator = annotator_from_request(request, study)
+    if annotator is None or annotator.consented_at is None:
+        if study.status == Study.Status.RUNNING:
+            messages.info(request, "Please read the instructions and agree to take part before voting.")
+        return redirect(study)
+    if request.method == "POST":
+        return _vote_post(request, study, annotator)
+
+    result = comparison_next_for(annotator=annotator)
+    progress = annotator_progress(annotator=annotator)
+    if result.assignment is None:
+        return _nothing_page(request, study, result, progress)
+    context = {
+        "study": study,
+        "assignment": result.assignment,
+        "items": comparison_display(comparison_id=result.assignment.comparison_id),
+        "progress": progress,
+        "api_vote_url": f"{get_script_prefix()}api/votes/",
+        "api_next_url": f"{get_script_prefix()}api/studies/{study.slug}/next/",
+    }
+    return render(request, "collection/vote.html", context)
+
+
+def _vote_post(request, study, annotator):
+    try:
+        assignment_id = int(request.POST.get("assignment", ""))
+    except ValueError:
+        error = ServiceError("the form did not say which comparison you voted on; open it again and vote")
+        return _vote_error_page(request, study, error)
+    try:
+        vote_record(
+            annotator=annotator,
+            assignment_id=assignment_id,
+            choice=request.POST.get("choice", ""),
+            client_response_ms=_client_response_ms(request.POST.get("client_ms")),
+        )
+    except ServiceError as error:
+        return _vote_error_page(request, study, error)
+    return redirect("collection:vote", slug=study.slug)
+
+
+def _vote_error_page(request, study, error: ServiceError):
+    context = {"study": study, "message": error.message}
+    return render(request, "collection/vote_error.html", context, status=error.status)
+
+
+def _nothing_page(request, study, result, progress):
+    voted = progress.votes_total > 0
+    context = {
+        "study": study,
+        "progress": progress,
+        "reason": result.reason,
+        "retry_after_seconds": result.retry_after_seconds,
+        "voted": voted,
+        "completion_url": completion_url(study) if voted else "",
+    }
+    response = render(request, NOTHING_TEMPLATES[result.reason], context)
+    if result.retry_after_seconds:
+        response["Retry-After"] = str(result.retry_after_seconds)
+    return response

@@ -1,0 +1,212 @@
+/*
+ * The voting page, enhanced: vote by click or key, and get the next comparison without a page reload.
+ *
+ * Without this script the page is a plain form that posts the vote and renders the next comparison.
+ * With it, a vote goes to POST /api/votes/ and the next comparison comes from
+ * GET /api/studies/<slug>/next/ (204: nothing available, so the page reloads and the server says why).
+ * On any API error the vote is sent with the plain form instead: the server records a vote once per
+ * assignment, so sending it again is safe.
+ */
+(function () {
+  "use strict";
+
+  var form = document.getElementById("vote-form");
+  if (!form || !window.fetch || !window.JSON) {
+    return;
+  }
+
+  var REQUEST_TIMEOUT_MS = 15000;
+  var KEYS = { ArrowLeft: "left", "1": "left", ArrowRight: "right", "2": "right", "=": "tie", "0": "tie" };
+
+  var voteUrl = form.getAttribute("data-api-vote");
+  var nextUrl = form.getAttribute("data-api-next");
+  var assignmentInput = form.elements.namedItem("assignment");
+  var clientMsInput = form.elements.namedItem("client_ms");
+  var question = document.getElementById("question");
+  var status = document.getElementById("vote-status");
+  var buttons = Array.prototype.slice.call(form.querySelectorAll("button[name=choice]"));
+  var shownAt = now();
+  var busy = false;
+
+  function now() {
+    return window.performance && performance.now ? performance.now() : Date.now();
+  }
+
+  function each(selector, callback) {
+    Array.prototype.forEach.call(document.querySelectorAll(selector), callback);
+  }
+
+  function buttonFor(choice) {
+    return document.getElementById("choice-" + choice);
+  }
+
+  function csrfToken() {
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (match) {
+      return decodeURIComponent(match[1]);
+    }
+    var field = form.elements.namedItem("csrfmiddlewaretoken");
+    return field ? field.value : "";
+  }
+
+  function send(method, url, body) {
+    var options = { method: method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (body) {
+      options.headers["Content-Type"] = "application/json";
+      options.headers["X-CSRFToken"] = csrfToken();
+      options.body = JSON.stringify(body);
+    }
+    if (window.AbortController) {
+      var controller = new AbortController();
+      options.signal = controller.signal;
+      setTimeout(function () { controller.abort(); }, REQUEST_TIMEOUT_MS);
+    }
+    return fetch(url, options);
+  }
+
+  function setBusy(value, chosen) {
+    busy = value;
+    form.setAttribute("aria-busy", value ? "true" : "false");
+    buttons.forEach(function (button) {
+      button.disabled = value;
+      button.classList.toggle("is-chosen", value && button === chosen);
+    });
+  }
+
+  function fallback(choice, elapsed) {
+    var field = document.createElement("input");
+    field.type = "hidden";
+    field.name = "choice";
+    field.value = choice;
+    form.appendChild(field);
+    clientMsInput.value = String(elapsed);
+    form.submit();
+  }
+
+  function showTokens(side, tokens) {
+    var container = buttonFor(side).querySelector("[data-tokens]");
+    container.textContent = "";
+    tokens.forEach(function (text, index) {
+      if (index > 0) {
+        var separator = document.createElement("span");
+        separator.className = "token-separator";
+        separator.textContent = "–";
+        container.appendChild(document.createTextNode(" "));
+        container.appendChild(separator);
+        container.appendChild(document.createTextNode(" "));
+      }
+      var token = document.createElement("span");
+      token.className = "token";
+      token.textContent = text;
+      container.appendChild(token);
+    });
+  }
+
+  function showProgress(progress) {
+    each("[data-progress-text]", function (element) {
+      var value = progress[element.getAttribute("data-progress-text")];
+      if (value !== null && value !== undefined) {
+        element.textContent = String(value);
+      }
+    });
+    each("progress[data-progress-value]", function (bar) {
+      var max = progress[bar.getAttribute("data-progress-max")];
+      var percent = progress[bar.getAttribute("data-progress-percent")];
+      if (max) {
+        bar.setAttribute("max", String(max));
+      }
+      bar.setAttribute("value", String(progress[bar.getAttribute("data-progress-value")]));
+      bar.textContent = percent === null || percent === undefined ? "" : percent + "%";
+    });
+  }
+
+  function show(next) {
+    showTokens("left", next.left.tokens);
+    showTokens("right", next.right.tokens);
+    question.textContent = next.question;
+    showProgress(next.progress);
+    status.textContent =
+      "Vote recorded. Next: " + next.left.tokens.join(" – ") + " or " + next.right.tokens.join(" – ") + ".";
+    assignmentInput.value = String(next.assignment); // last: a failure before it re-sends the old vote
+  }
+
+  function vote(choice) {
+    var chosen = buttonFor(choice);
+    if (busy || !chosen) {
+      return;
+    }
+    var elapsed = Math.max(0, Math.round(now() - shownAt));
+    var focused = document.activeElement;
+    var assignment = assignmentInput.value;
+    setBusy(true, chosen);
+    send("POST", voteUrl, {
+      assignment: parseInt(assignment, 10),
+      choice: choice,
+      client_response_ms: elapsed,
+    })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("the vote was refused with HTTP " + response.status);
+        }
+        return send("GET", nextUrl);
+      })
+      .then(function (response) {
+        if (response.status === 204) {
+          window.location.reload();
+          return null;
+        }
+        if (!response.ok) {
+          throw new Error("the next comparison failed with HTTP " + response.status);
+        }
+        return response.json().then(function (next) {
+          show(next);
+          shownAt = now();
+          setBusy(false);
+          if (focused && buttons.indexOf(focused) !== -1) {
+            focused.focus();
+          }
+        });
+      })
+      .catch(function () {
+        if (assignmentInput.value === assignment) {
+          fallback(choice, elapsed);
+        } else {
+          window.location.reload(); // the new comparison is shown: this choice belongs to the old one
+        }
+      });
+  }
+
+  buttons.forEach(function (button) {
+    button.addEventListener("click", function (event) {
+      event.preventDefault();
+      vote(button.value);
+    });
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) {
+      return;
+    }
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) {
+      return;
+    }
+    var choice = KEYS[event.key];
+    if (!choice || !buttonFor(choice)) {
+      return;
+    }
+    event.preventDefault();
+    if (!event.repeat) {
+      vote(choice);
+    }
+  });
+
+  // A page restored from the back-forward cache may show a comparison already voted: fetch a fresh one.
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      window.location.reload();
+    }
+  });
+
+  document.getElementById("vote-keys").hidden = false;
+})();
