@@ -82,6 +82,9 @@ def annotators(study: Study, count: int, prefix: str = "p") -> list:
 def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None = None, rng=None) -> int:
     """Round-robin votes by ``voters`` until the study finishes (or ``max_votes``); returns the count.
 
+    No annotator judges a pair of items twice, so a small crowd can run out of pairs: with the default
+    ``make_study`` plan a pair appears at most 4 times over its ballots, and 5 voters always finish.
+
     ``choose(comparison) -> "left" | "right" | "tie"``; default: the item with the lower index wins.
     """
     rng = rng or np.random.default_rng(0)

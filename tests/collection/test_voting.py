@@ -175,7 +175,7 @@ def test_a_draft_and_a_finished_study_give_no_comparison():
     (alice,) = annotators(draft, 1)
     assert comparison_next_for(annotator=alice).reason == NextReason.NOT_STARTED
     finished = make_study()
-    voters = annotators(finished, 4, prefix="f")
+    voters = annotators(finished, 5, prefix="f")
     vote_until(finished, voters=voters)
     finished.refresh_from_db()
     assert finished.status == Study.Status.FINISHED

@@ -16,7 +16,7 @@ BALLOT_WAIT_SECONDS = 60
 
 def test_a_real_worker_closes_each_ballot_until_the_final_ranking(celery_worker_process):
     study = make_study(tokens=6, appearances=4)  # ballots of 15, 8, 4 items: 30 + 16 + 8 comparisons
-    voters = annotators(study, 4)
+    voters = annotators(study, 5)  # no annotator judges a pair twice; a pair appears up to 4 times
     index_of = dict(study.items.values_list("id", "index"))
     waited_for_worker = 0
     while study.status != Study.Status.FINISHED:

@@ -65,7 +65,7 @@ def test_later_ballots_rescale_and_average_as_eq_5_and_6_say():
 
 def test_the_study_finishes_with_a_final_ranking_of_every_item():
     study = make_study(tokens=6, appearances=4)
-    assert vote_until(study, voters=annotators(study, 3), choose=lower_index_wins(study)) == 54
+    assert vote_until(study, voters=annotators(study, 5), choose=lower_index_wins(study)) == 54
     study.refresh_from_db()
     assert study.status == Study.Status.FINISHED and study.finished_at is not None
     items = list(study.items.order_by("final_rank"))
@@ -153,6 +153,6 @@ def test_the_sweep_closes_a_fully_voted_ballot_whose_task_was_lost():
 
 def test_scores_are_stored_as_numbers_the_engine_can_read_back():
     study = make_study()
-    vote_until(study, voters=annotators(study, 3))
+    vote_until(study, voters=annotators(study, 5))
     values = np.array(ItemScore.objects.filter(ballot__study=study).values_list("score", flat=True), dtype=float)
     assert np.all(np.isfinite(values)) and values.min() >= 0 and values.max() <= 1
