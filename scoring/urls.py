@@ -1,6 +1,13 @@
 """Staff results pages and exports: /studies/<slug>/ …"""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from scoring import views
 
 app_name = "scoring"
-urlpatterns: list = []
+urlpatterns = [
+    path("<slug:slug>/results/", views.results, name="results"),
+    path("<slug:slug>/export/dataset.csv", views.export_dataset_csv, name="export-dataset-csv"),
+    path("<slug:slug>/export/dataset.json", views.export_dataset_json, name="export-dataset-json"),
+    path("<slug:slug>/export/votes.csv", views.export_votes_csv, name="export-votes-csv"),
+]

@@ -1,0 +1,616 @@
+"""Selectors of the scoring app: reads for the staff results page and the exports.
+
+Rows come out of the database once per query and are turned into numpy arrays; the per-item and
+per-annotator figures are computed with ``bincount``, ``lexsort`` and fancy indexing, not with
+Python loops over votes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Count
+
+from collection.models import Annotator, Ballot, BallotItem, Item, Study, Vote
+from collection.selectors import study_progress
+from collection.services import ServiceError, study_plan
+from scoring.borda import final_order
+from scoring.models import ItemScore
+
+DATASET_COLUMNS = (
+    "item_id",
+    "index",
+    "token_a",
+    "token_b",
+    "area",
+    "final_score",
+    "final_rank",
+    "last_ballot",
+    "appearances",
+    "wins",
+    "ties",
+)
+
+VOTE_COLUMNS = (
+    "vote_id",
+    "ballot",
+    "comparison_position",
+    "annotator_id",
+    "annotator",
+    "left_item_id",
+    "left_token_a",
+    "left_token_b",
+    "right_item_id",
+    "right_token_a",
+    "right_token_b",
+    "choice",
+    "chosen_item_id",
+    "response_ms",
+    "client_response_ms",
+    "created_at",
+)
+
+
+def _float_or_none(value) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _int_or_none(value) -> int | None:
+    value = int(value)
+    return value or None
+
+
+# --- the study at a glance -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyOverview:
+    study: Study
+    item_count: int
+    annotator_count: int
+    voter_count: int
+    vote_count: int
+    plan: dict | None  # BallotPlan.as_dict(); None when the pools cannot make a plan yet
+    plan_problem: str | None
+    ballots: list[dict]  # collection.selectors.study_progress
+
+
+def study_overview(*, study: Study) -> StudyOverview:
+    """Header figures of the results page: pools, plan, annotators, votes and the ballots' progress."""
+    item_count = study.items.count()
+    plan, plan_problem = None, None
+    try:
+        plan = study_plan(study=study, item_count=item_count).as_dict()
+    except ServiceError as exc:
+        plan_problem = exc.message
+    votes = Vote.objects.filter(ballot__study=study).aggregate(
+        votes=Count("pk"), voters=Count("annotator", distinct=True)
+    )
+    return StudyOverview(
+        study=study,
+        item_count=item_count,
+        annotator_count=Annotator.objects.filter(study=study).count(),
+        voter_count=votes["voters"],
+        vote_count=votes["votes"],
+        plan=plan,
+        plan_problem=plan_problem,
+        ballots=study_progress(study=study),
+    )
+
+
+# --- the dataset ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyDataset:
+    """Every item of a study with its scores, as arrays in item-index order.
+
+    For a finished study ``score``, ``rank`` and ``last_ballot`` are the stored final ranking. For a
+    running one ``score`` is ȳ after the item's latest closed ballot, ``rank`` is 0 (there is no final
+    rank yet) and ``last_ballot`` is the latest ballot the item is in, open or closed. Missing values
+    are NaN (floats) or 0 (ballot numbers, ranks).
+    """
+
+    study: Study
+    finished: bool
+    ballot_numbers: tuple[int, ...]  # 1 … n_b: the columns of ``win_ratio``
+    item_id: np.ndarray
+    index: np.ndarray
+    token_a: list[str]
+    token_b: list[str]
+    area: list[str]
+    score: np.ndarray  # ȳ
+    rank: np.ndarray  # final rank, 1 = most related; 0 while the study runs
+    last_ballot: np.ndarray
+    appearances: np.ndarray  # summed over ballots
+    wins: np.ndarray
+    ties: np.ndarray
+    win_ratio: np.ndarray  # x(k): one row per item, one column per ballot; NaN where absent
+
+    def __len__(self) -> int:
+        return self.item_id.size
+
+    @property
+    def has_scores(self) -> bool:
+        return bool(np.isfinite(self.score).any())
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return DATASET_COLUMNS + tuple(f"x_{number}" for number in self.ballot_numbers)
+
+    def order(self) -> np.ndarray:
+        """Item positions from first to last: the final ranking, or while running the current one.
+
+        The current ranking follows the rule of the final one (``scoring.borda.final_order``): by ȳ so
+        far, ties to the item in the later ballot, then to the lower item index; unscored items last.
+        """
+        if self.finished:
+            return np.lexsort((self.index, self.rank, self.rank == 0))
+        return final_order(self.score, self.last_ballot)
+
+    def ranks(self) -> np.ndarray:
+        """Each item's place (1 = first) in ``order()``."""
+        ranks = np.empty(len(self), dtype=np.int64)
+        ranks[self.order()] = np.arange(1, len(self) + 1)
+        return ranks
+
+    def row(self, position: int) -> dict:
+        """One item as a plain dict (JSON-ready): the dataset columns and ``win_ratio`` per ballot."""
+        return {
+            "item_id": int(self.item_id[position]),
+            "index": int(self.index[position]),
+            "token_a": self.token_a[position],
+            "token_b": self.token_b[position],
+            "area": self.area[position],
+            "final_score": _float_or_none(self.score[position]),
+            "final_rank": _int_or_none(self.rank[position]),
+            "last_ballot": _int_or_none(self.last_ballot[position]),
+            "appearances": int(self.appearances[position]),
+            "wins": int(self.wins[position]),
+            "ties": int(self.ties[position]),
+            "win_ratio": [_float_or_none(value) for value in self.win_ratio[position]],
+        }
+
+    def rows(self) -> Iterator[dict]:
+        """Every item in index order, as ``row`` gives it."""
+        for position in range(len(self)):
+            yield self.row(position)
+
+    def csv_rows(self) -> Iterator[list]:
+        """Every item in index order as a list of CSV cells matching ``columns`` (None for empty)."""
+        for row in self.rows():
+            ratios = row.pop("win_ratio")
+            yield [row[column] for column in DATASET_COLUMNS] + ratios
+
+    def top(self, limit: int) -> list[dict]:
+        """The first ``limit`` scored items of ``order()``, each with its ``rank`` in that order."""
+        ranks = self.ranks()
+        top = []
+        for position in self.order()[:limit]:
+            if not np.isfinite(self.score[position]):
+                break
+            top.append(self.row(int(position)) | {"rank": int(ranks[position])})
+        return top
+
+
+def study_dataset(*, study: Study) -> StudyDataset:
+    """The dataset of a study: per item its tokens, area, ȳ, rank, last ballot, totals and x(k) per ballot.
+
+    ``appearances``, ``wins`` and ``ties`` are summed over the ballots the item was in; ``win_ratio``
+    holds x(k) of Eq. 1 for k = 1 … n_b. Works for drafts (no scores), running and finished studies.
+    """
+    finished = study.status == Study.Status.FINISHED
+    items = list(
+        Item.objects.filter(study=study)
+        .order_by("index")
+        .values_list(
+            "id",
+            "index",
+            "token_a__text",
+            "token_b__text",
+            "area__name",
+            "final_score",
+            "final_rank",
+            "last_ballot",
+        )
+    )
+    count = len(items)
+    columns = list(zip(*items, strict=True)) if items else [()] * 8
+    item_id = np.asarray(columns[0], dtype=np.int64)
+    index = np.asarray(columns[1], dtype=np.int64)
+    ballot_numbers = tuple(range(1, study.ballot_count + 1))
+
+    scores = list(
+        ItemScore.objects.filter(ballot__study=study).values_list(
+            "item__index", "ballot__number", "wins", "ties", "appearances", "win_ratio", "score"
+        )
+    )
+    table = np.asarray(scores, dtype=np.float64).reshape(len(scores), 7)  # None becomes NaN
+    position = np.searchsorted(index, table[:, 0].astype(np.int64))
+    number = table[:, 1].astype(np.int64)
+
+    def summed(column: int) -> np.ndarray:
+        return np.bincount(position, weights=table[:, column], minlength=count).astype(np.int64)
+
+    win_ratio = np.full((count, len(ballot_numbers)), np.nan)
+    win_ratio[position, number - 1] = table[:, 5]  # one ItemScore per (ballot, item): no collisions
+
+    if finished:
+        score = np.asarray(columns[5], dtype=np.float64)
+        rank = np.asarray([value or 0 for value in columns[6]], dtype=np.int64)
+        last_ballot = np.asarray([value or 0 for value in columns[7]], dtype=np.int64)
+    else:
+        # ȳ so far: the score stored with the item's latest closed ballot.
+        last_scored = np.zeros(count, dtype=np.int64)
+        np.maximum.at(last_scored, position, number)
+        by_ballot = np.full((count, len(ballot_numbers) + 1), np.nan)
+        by_ballot[position, number] = table[:, 6]
+        score = by_ballot[np.arange(count), last_scored]
+        rank = np.zeros(count, dtype=np.int64)
+        memberships = np.asarray(
+            BallotItem.objects.filter(ballot__study=study).values_list("item__index", "ballot__number"),
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        last_ballot = np.zeros(count, dtype=np.int64)
+        np.maximum.at(last_ballot, np.searchsorted(index, memberships[:, 0]), memberships[:, 1])
+
+    return StudyDataset(
+        study=study,
+        finished=finished,
+        ballot_numbers=ballot_numbers,
+        item_id=item_id,
+        index=index,
+        token_a=list(columns[2]),
+        token_b=list(columns[3]),
+        area=list(columns[4]),
+        score=score,
+        rank=rank,
+        last_ballot=last_ballot,
+        appearances=summed(4),
+        wins=summed(2),
+        ties=summed(3),
+        win_ratio=win_ratio,
+    )
+
+
+# --- Figure 2 and Figure 4 -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BallotRescaling:
+    """Figure 2 of Lombardo et al. for ballot k: x(k) and ȳ(k-1) of its items and the fitted b̂(k).
+
+    Only items with both values enter, as in the fit of Eq. 6 (an item without a vote in ballot k
+    has no x(k)).
+    """
+
+    ballot_number: int
+    item_index: np.ndarray
+    win_ratio: np.ndarray  # x(k)
+    previous_score: np.ndarray  # ȳ(k-1)
+    rescale_slope: float | None  # b̂(k) as stored when the ballot closed; None while it is open
+
+
+def ballot_rescaling(*, ballot: Ballot) -> BallotRescaling:
+    """The data of Figure 2 for a ballot k ≥ 2: x_i(k) against ȳ_i(k-1) and the stored b̂(k) (Eq. 6)."""
+    if ballot.number < 2:
+        raise ValueError(f"ballot {ballot.number} has no earlier ballot to be rescaled to (k ≥ 2 only)")
+    current = np.asarray(
+        ItemScore.objects.filter(ballot=ballot).values_list("item__index", "win_ratio"), dtype=np.float64
+    ).reshape(-1, 2)
+    previous = np.asarray(
+        ItemScore.objects.filter(ballot__study_id=ballot.study_id, ballot__number=ballot.number - 1)
+        .order_by("item__index")
+        .values_list("item__index", "score"),
+        dtype=np.float64,
+    ).reshape(-1, 2)
+    current = current[np.argsort(current[:, 0], kind="stable")]
+    where = np.searchsorted(previous[:, 0], current[:, 0])
+    found = where < previous.shape[0]
+    found[found] = previous[where[found], 0] == current[found, 0]
+    previous_score = np.full(current.shape[0], np.nan)
+    previous_score[found] = previous[where[found], 1]
+    usable = np.isfinite(current[:, 1]) & np.isfinite(previous_score)
+    return BallotRescaling(
+        ballot_number=ballot.number,
+        item_index=current[usable, 0].astype(np.int64),
+        win_ratio=current[usable, 1],
+        previous_score=previous_score[usable],
+        rescale_slope=ballot.rescale_slope,
+    )
+
+
+@dataclass(frozen=True)
+class ScoresByRank:
+    """Figure 4 of Lombardo et al.: per item its rank, x(k) for every ballot and ȳ."""
+
+    final: bool  # ranks of the final ranking, or of the current one while the study runs
+    ballot_numbers: tuple[int, ...]
+    rank: np.ndarray
+    win_ratio: np.ndarray  # one row per item, one column per ballot; NaN where absent
+    score: np.ndarray  # ȳ
+
+
+def scores_by_rank(*, study: Study, dataset: StudyDataset | None = None) -> ScoresByRank:
+    """The data of Figure 4: each item's rank with its x(k) per ballot and its (final) ȳ."""
+    dataset = dataset or study_dataset(study=study)
+    return ScoresByRank(
+        final=dataset.finished,
+        ballot_numbers=dataset.ballot_numbers,
+        rank=dataset.ranks(),
+        win_ratio=dataset.win_ratio,
+        score=dataset.score,
+    )
+
+
+# --- annotators ----------------------------------------------------------------------------------
+
+_LOW, _HIGH, _TIE = 0, 1, 2  # a vote's outcome on its pair: the lower-index item, the higher, a tie
+
+
+@dataclass(frozen=True)
+class AnnotatorStats:
+    """What one annotator did in a study; rates are shares in [0, 1], None when undefined."""
+
+    annotator_id: int
+    label: str
+    votes: int
+    median_response_ms: float | None
+    left_choice_rate: float | None  # of the non-tie votes, the share choosing the left item
+    tie_rate: float | None
+    majority_agreement: float | None  # share of compared votes agreeing with the others' majority
+    majority_compared: int  # votes on pairs where the other annotators have a strict majority
+    ranking_agreement: float | None  # share of compared non-tie votes choosing the better final ȳ
+    ranking_compared: int  # non-tie votes between items of different final ȳ (finished studies)
+
+    @property
+    def left_choice_percent(self) -> float | None:
+        return None if self.left_choice_rate is None else 100.0 * self.left_choice_rate
+
+    @property
+    def tie_percent(self) -> float | None:
+        return None if self.tie_rate is None else 100.0 * self.tie_rate
+
+    @property
+    def majority_agreement_percent(self) -> float | None:
+        return None if self.majority_agreement is None else 100.0 * self.majority_agreement
+
+    @property
+    def ranking_agreement_percent(self) -> float | None:
+        return None if self.ranking_agreement is None else 100.0 * self.ranking_agreement
+
+
+def annotator_stats(*, study: Study) -> list[AnnotatorStats]:
+    """Every annotator who voted in the study, most votes first, with their figures.
+
+    * median response time of ``Vote.response_ms``;
+    * left-choice rate: left choices / non-tie votes, a check of position bias (0.5 without one);
+    * tie rate: ties / votes;
+    * agreement with the majority: for each vote on a pair of items that other annotators also judged,
+      the outcome (this item, that item, or a tie: sides are compared as items, since left and right
+      differ between comparisons of one pair) is compared with the strict majority of the OTHER votes
+      on that pair; pairs where the others are split evenly have no majority and are not compared.
+      None when no vote could be compared;
+    * agreement with the final ranking (finished studies): of the non-tie votes between items of
+      different final ȳ, the share choosing the item with the higher ȳ; None while running.
+    """
+    annotators = {
+        annotator.pk: str(annotator)
+        for annotator in Annotator.objects.filter(study=study).select_related("user").order_by("pk")
+    }
+    rows = list(
+        Vote.objects.filter(ballot__study=study).values_list(
+            "annotator_id",
+            "left_item__index",
+            "right_item__index",
+            "pair_low",
+            "pair_high",
+            "choice",
+            "response_ms",
+        )
+    )
+    if not rows:
+        return []
+    annotator_id, left, right, pair_low, pair_high, choice, response_ms = (
+        np.asarray(column) for column in zip(*rows, strict=True)
+    )
+    ids = np.asarray(sorted(annotators), dtype=np.int64)
+    who = np.searchsorted(ids, annotator_id.astype(np.int64))
+    people = ids.size
+    left, right = left.astype(np.int64), right.astype(np.int64)
+    is_left, is_tie = choice == Vote.Choice.LEFT.value, choice == Vote.Choice.TIE.value
+    decided = ~is_tie
+
+    votes = np.bincount(who, minlength=people)
+    median = _median_by_group(who, response_ms.astype(np.float64), people)
+    left_rate = _share(np.bincount(who, weights=is_left, minlength=people), np.bincount(who, decided, people))
+    tie_rate = _share(np.bincount(who, weights=is_tie, minlength=people), votes)
+
+    chosen = np.where(is_left, left, right)
+    outcome = np.where(is_tie, _TIE, np.where(chosen == pair_low, _LOW, _HIGH))
+    pair_key = pair_low.astype(np.int64) * (int(pair_high.max()) + 1) + pair_high.astype(np.int64)
+    agree, compared = majority_agreement(pair_key, outcome)
+    majority_compared = np.bincount(who, weights=compared, minlength=people)
+    majority = _share(np.bincount(who, weights=agree & compared, minlength=people), majority_compared)
+
+    ranking_compared = np.zeros(people)
+    ranking = np.full(people, np.nan)
+    if study.status == Study.Status.FINISHED:
+        item_index, final_score = (
+            np.asarray(column, dtype=np.float64)
+            for column in zip(
+                *Item.objects.filter(study=study).values_list("index", "final_score"), strict=True
+            )
+        )
+        score_by_index = np.full(int(item_index.max()) + 1, np.nan)
+        score_by_index[item_index.astype(np.int64)] = final_score
+        other = np.where(is_left, right, left)
+        chosen_score, other_score = score_by_index[chosen], score_by_index[other]
+        with np.errstate(invalid="ignore"):  # NaN scores compare as False and are left out anyway
+            comparable = decided & np.isfinite(chosen_score) & np.isfinite(other_score)
+            comparable &= chosen_score != other_score
+            better = comparable & (chosen_score > other_score)
+        ranking_compared = np.bincount(who, weights=comparable, minlength=people)
+        ranking = _share(np.bincount(who, weights=better, minlength=people), ranking_compared)
+
+    stats = [
+        AnnotatorStats(
+            annotator_id=int(ids[person]),
+            label=annotators[int(ids[person])],
+            votes=int(votes[person]),
+            median_response_ms=_float_or_none(median[person]),
+            left_choice_rate=_float_or_none(left_rate[person]),
+            tie_rate=_float_or_none(tie_rate[person]),
+            majority_agreement=_float_or_none(majority[person]),
+            majority_compared=int(majority_compared[person]),
+            ranking_agreement=_float_or_none(ranking[person]),
+            ranking_compared=int(ranking_compared[person]),
+        )
+        for person in np.flatnonzero(votes)
+    ]
+    stats.sort(key=lambda row: (-row.votes, row.annotator_id))
+    return stats
+
+
+def majority_agreement(pair_key, outcome) -> tuple[np.ndarray, np.ndarray]:
+    """Per vote: (agrees with the others' majority, has such a majority to be compared with).
+
+    ``pair_key`` identifies the pair of items of each vote, ``outcome`` is 0 (the lower-index item
+    chosen), 1 (the higher) or 2 (a tie). The others of a vote are the other votes on its pair; their
+    majority is the outcome that strictly outnumbers each of the other two.
+    """
+    pair_key = np.asarray(pair_key, dtype=np.int64)
+    outcome = np.asarray(outcome, dtype=np.int64)
+    _, pair = np.unique(pair_key, return_inverse=True)
+    pairs = int(pair.max()) + 1 if pair.size else 0
+    tally = np.bincount(pair * 3 + outcome, minlength=pairs * 3).reshape(pairs, 3)
+    others = tally[pair]
+    others[np.arange(outcome.size), outcome] -= 1  # leave the vote itself out
+    top = others.max(axis=1)
+    strict = (top > 0) & ((others == top[:, None]).sum(axis=1) == 1)
+    agrees = strict & (others.argmax(axis=1) == outcome)
+    return agrees, strict
+
+
+def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is 0."""
+    share = np.full(np.shape(denominator), np.nan)
+    np.divide(numerator, denominator, out=share, where=np.asarray(denominator) > 0)
+    return share
+
+
+def _median_by_group(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """The median of ``values`` within each group (NaN for an empty group), with one sort."""
+    order = np.lexsort((values, group))
+    ordered = values[order]
+    counts = np.bincount(group, minlength=groups)
+    starts = np.cumsum(counts) - counts
+    median = np.full(groups, np.nan)
+    present = counts > 0
+    low = starts[present] + (counts[present] - 1) // 2
+    high = starts[present] + counts[present] // 2
+    median[present] = (ordered[low] + ordered[high]) / 2.0
+    return median
+
+
+# --- raw votes -----------------------------------------------------------------------------------
+
+
+def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
+    """Every vote of the study in the order recorded, one list of cells per ``VOTE_COLUMNS``.
+
+    Streams from the database in chunks, so memory does not grow with the number of votes.
+    """
+    labels = {
+        annotator.pk: str(annotator)
+        for annotator in Annotator.objects.filter(study=study).select_related("user")
+    }
+    tokens = {
+        item_id: (token_a, token_b)
+        for item_id, token_a, token_b in Item.objects.filter(study=study).values_list(
+            "id", "token_a__text", "token_b__text"
+        )
+    }
+    votes = (
+        Vote.objects.filter(ballot__study=study)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "ballot__number",
+            "comparison__position",
+            "annotator_id",
+            "left_item_id",
+            "right_item_id",
+            "choice",
+            "response_ms",
+            "client_response_ms",
+            "created_at",
+        )
+    )
+    for pk, ballot, position, annotator_id, left, right, choice, response, client, created in votes.iterator(
+        chunk_size=chunk_size
+    ):
+        chosen = left if choice == "left" else right if choice == "right" else None
+        yield [
+            pk,
+            ballot,
+            position,
+            annotator_id,
+            labels[annotator_id],
+            left,
+            *tokens[left],
+            right,
+            *tokens[right],
+            choice,
+            chosen,
+            response,
+            client,
+            created.isoformat(),
+        ]
+
+
+def study_export_header(*, study: Study) -> dict:
+    """The study part of the JSON export: name, slug, question, plan, status, dates and ballots."""
+    overview = study_overview(study=study)
+
+    def iso(moment) -> str | None:
+        return moment.isoformat() if moment else None
+
+    return {
+        "name": study.name,
+        "slug": study.slug,
+        "question": study.question,
+        "allow_ties": study.allow_ties,
+        "status": study.status,
+        "plan": {
+            "ballot_count": study.ballot_count,
+            "keep_fraction": study.keep_fraction,
+            "appearances": study.appearances,
+            "comparison_budget": study.comparison_budget,
+            "item_count": overview.item_count,
+            "ballot_sizes": overview.plan["sizes"] if overview.plan else None,
+            "comparisons": overview.plan["comparisons"] if overview.plan else None,
+            "total_comparisons": overview.plan["total_comparisons"] if overview.plan else None,
+        },
+        "created_at": iso(study.created_at),
+        "started_at": iso(study.started_at),
+        "finished_at": iso(study.finished_at),
+        "annotators": overview.voter_count,
+        "votes": overview.vote_count,
+        "ballots": [
+            {
+                "number": ballot["number"],
+                "status": ballot["status"],
+                "items": ballot["items"],
+                "comparisons": ballot["comparisons"],
+                "votes": ballot["votes"],
+                "rescale_slope": ballot["rescale_slope"],
+                "opened_at": iso(ballot["opened_at"]),
+                "closed_at": iso(ballot["closed_at"]),
+            }
+            for ballot in overview.ballots
+        ],
+    }

@@ -1,0 +1,224 @@
+"""Exports of a study: the dataset as CSV and JSON, the raw votes as CSV; staff only."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.http import StreamingHttpResponse
+from django.urls import reverse
+
+from collection.models import Study, Vote
+from tests.factories import annotators, make_study, vote_until
+
+pytestmark = pytest.mark.django_db
+
+EXPORTS = ("scoring:export-dataset-csv", "scoring:export-dataset-json", "scoring:export-votes-csv")
+DATASET_COLUMNS = [
+    "item_id",
+    "index",
+    "token_a",
+    "token_b",
+    "area",
+    "final_score",
+    "final_rank",
+    "last_ballot",
+    "appearances",
+    "wins",
+    "ties",
+    "x_1",
+    "x_2",
+    "x_3",
+]
+VOTE_COLUMNS = [
+    "vote_id",
+    "ballot",
+    "comparison_position",
+    "annotator_id",
+    "annotator",
+    "left_item_id",
+    "left_token_a",
+    "left_token_b",
+    "right_item_id",
+    "right_token_a",
+    "right_token_b",
+    "choice",
+    "chosen_item_id",
+    "response_ms",
+    "client_response_ms",
+    "created_at",
+]
+
+
+@pytest.fixture
+def finished_study():
+    study = make_study(seed=1)
+    vote_until(study, voters=annotators(study, 6))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    return study
+
+
+@pytest.fixture
+def staff_client(client, django_user_model):
+    client.force_login(
+        django_user_model.objects.create_user(username="researcher", password="x", is_staff=True)
+    )
+    return client
+
+
+def download(client, name: str, study: Study):
+    response = client.get(reverse(name, args=[study.slug]))
+    assert response.status_code == 200
+    assert isinstance(response, StreamingHttpResponse)
+    return response, b"".join(response.streaming_content).decode("utf-8")
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+@pytest.mark.parametrize("user", [None, "member"])
+def test_exports_send_anyone_but_staff_to_the_admin_login(client, django_user_model, name, user):
+    study = make_study(start=False)
+    if user:
+        client.force_login(django_user_model.objects.create_user(username=user, password="x"))
+    url = reverse(name, args=[study.slug])
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('admin:login')}?next={url}"
+
+
+def test_the_dataset_csv_has_one_row_per_item_with_the_expected_columns(staff_client, finished_study):
+    response, text = download(staff_client, "scoring:export-dataset-csv", finished_study)
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == f'attachment; filename="{finished_study.slug}-dataset.csv"'
+    reader = csv.DictReader(io.StringIO(text))
+    rows = list(reader)
+    assert reader.fieldnames == DATASET_COLUMNS
+    assert [int(row["index"]) for row in rows] == list(range(15))
+    items = {item.pk: item for item in finished_study.items.select_related("token_a", "token_b", "area")}
+    for row in rows:
+        item = items[int(row["item_id"])]
+        assert (row["token_a"], row["token_b"], row["area"]) == (
+            item.token_a.text,
+            item.token_b.text,
+            item.area.name,
+        )
+        assert float(row["final_score"]) == item.final_score  # full precision: repr round-trips
+        assert int(row["final_rank"]) == item.final_rank
+        assert int(row["last_ballot"]) == item.last_ballot
+        assert int(row["appearances"]) == 4 * item.last_ballot
+        filled = [row[f"x_{k}"] != "" for k in (1, 2, 3)]
+        assert filled == [k <= item.last_ballot for k in (1, 2, 3)]
+    assert sum(int(row["wins"]) for row in rows) == 54
+    assert rows[0]["x_1"] == rows[0]["x_2"] == rows[0]["x_3"] == "1.0"  # item 0 beats everyone
+
+
+def test_the_dataset_json_holds_the_study_and_one_object_per_item(staff_client, finished_study):
+    response, text = download(staff_client, "scoring:export-dataset-json", finished_study)
+    assert response["Content-Disposition"] == f'attachment; filename="{finished_study.slug}-dataset.json"'
+    data = json.loads(text)
+    study = data["study"]
+    assert (study["name"], study["slug"], study["status"]) == (
+        finished_study.name,
+        finished_study.slug,
+        "finished",
+    )
+    assert study["plan"]["ballot_sizes"] == [15, 8, 4]
+    assert study["plan"]["total_comparisons"] == 54
+    assert (study["plan"]["ballot_count"], study["plan"]["keep_fraction"], study["plan"]["appearances"]) == (
+        3,
+        0.5,
+        4,
+    )
+    assert study["finished_at"] == finished_study.finished_at.isoformat()
+    assert [ballot["votes"] for ballot in study["ballots"]] == [30, 16, 8]
+    assert study["ballots"][0]["rescale_slope"] is None
+    assert study["ballots"][1]["rescale_slope"] == finished_study.ballots.get(number=2).rescale_slope
+    assert (study["annotators"], study["votes"]) == (6, 54)
+    assert len(data["items"]) == 15
+    first = data["items"][0]
+    assert set(first) == {
+        "item_id",
+        "index",
+        "token_a",
+        "token_b",
+        "area",
+        "final_score",
+        "final_rank",
+        "last_ballot",
+        "appearances",
+        "wins",
+        "ties",
+        "win_ratio",
+    }
+    assert (first["index"], first["final_rank"], first["win_ratio"]) == (0, 1, [1.0, 1.0, 1.0])
+    last_ballot_one = [item for item in data["items"] if item["last_ballot"] == 1]
+    assert all(item["win_ratio"][1:] == [None, None] for item in last_ballot_one)
+
+
+def test_the_dataset_of_a_draft_lists_its_items_with_nothing_measured(staff_client):
+    study = make_study(start=False)
+    _, text = download(staff_client, "scoring:export-dataset-json", study)
+    data = json.loads(text)
+    assert data["study"]["status"] == "draft"
+    assert data["study"]["ballots"] == []
+    assert len(data["items"]) == 15
+    assert data["items"][0]["final_score"] is None
+    _, text = download(staff_client, "scoring:export-dataset-csv", study)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 15
+    assert (rows[0]["final_score"], rows[0]["x_1"], rows[0]["appearances"]) == ("", "", "0")
+
+
+def test_the_votes_csv_has_one_row_per_vote(staff_client, finished_study):
+    response, text = download(staff_client, "scoring:export-votes-csv", finished_study)
+    assert response["Content-Disposition"] == f'attachment; filename="{finished_study.slug}-votes.csv"'
+    reader = csv.DictReader(io.StringIO(text))
+    rows = list(reader)
+    assert reader.fieldnames == VOTE_COLUMNS
+    votes = Vote.objects.filter(ballot__study=finished_study).select_related(
+        "ballot",
+        "comparison",
+        "annotator",
+        "left_item__token_a",
+        "left_item__token_b",
+        "right_item__token_a",
+        "right_item__token_b",
+    )
+    assert [int(row["vote_id"]) for row in rows] == sorted(vote.pk for vote in votes)
+    by_id = {vote.pk: vote for vote in votes}
+    for row in rows:
+        vote = by_id[int(row["vote_id"])]
+        chosen = vote.left_item if vote.choice == "left" else vote.right_item
+        assert row == {
+            "vote_id": str(vote.pk),
+            "ballot": str(vote.ballot.number),
+            "comparison_position": str(vote.comparison.position),
+            "annotator_id": str(vote.annotator_id),
+            "annotator": str(vote.annotator),
+            "left_item_id": str(vote.left_item_id),
+            "left_token_a": vote.left_item.token_a.text,
+            "left_token_b": vote.left_item.token_b.text,
+            "right_item_id": str(vote.right_item_id),
+            "right_token_a": vote.right_item.token_a.text,
+            "right_token_b": vote.right_item.token_b.text,
+            "choice": vote.choice,
+            "chosen_item_id": str(chosen.pk),
+            "response_ms": str(vote.response_ms),
+            "client_response_ms": "",
+            "created_at": vote.created_at.isoformat(),
+        }
+    assert [row["ballot"] for row in rows].count("3") == 8
+
+
+def test_tokens_with_commas_quotes_and_accents_survive_the_csv(staff_client, finished_study):
+    item = finished_study.items.select_related("token_a").get(index=0)
+    item.token_a.text = 'café, "latte"'
+    item.token_a.save()
+    _, text = download(staff_client, "scoring:export-dataset-csv", finished_study)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [row["token_a"] for row in rows if row["index"] == "0"] == ['café, "latte"']
+    _, text = download(staff_client, "scoring:export-votes-csv", finished_study)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert any('café, "latte"' in (row["left_token_a"], row["right_token_a"]) for row in rows)
