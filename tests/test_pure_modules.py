@@ -12,7 +12,9 @@ PURE_MODULES = [
     "scoring/borda.py",
     "scoring/plan.py",
     "scoring/simulation.py",
+    "scoring/plots.py",
     "metrics/correlation.py",
+    "metrics/ir.py",
 ]
 PURE_NAMES = {path.removesuffix(".py").replace("/", ".") for path in PURE_MODULES}
 ALLOWED_TOP_LEVEL = {"numpy", "scipy", "__future__"} | set(sys.stdlib_module_names)
