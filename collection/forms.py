@@ -1,0 +1,187 @@
+"""Forms of the researchers' admin: the study form, pool uploads, duplication and plan simulation."""
+
+from __future__ import annotations
+
+from django import forms
+from django.utils.html import escape
+
+from collection.models import Study
+from collection.services import MAX_UPLOAD_BYTES
+from scoring.simulation import DISTRIBUTIONS
+
+DISTRIBUTION_LABELS = {
+    "exponential": "exponential similarities (§4.1)",
+    "power_law": "power-law similarities (§4.1)",
+    "file": "the paper's 990 embedding similarities (needs exactly 990 items)",
+}
+
+
+class StudyAdminForm(forms.ModelForm):
+    """The study form, with the plan's rules said in words instead of failed database constraints."""
+
+    completion_redirect_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        max_length=Study._meta.get_field("completion_redirect_url").max_length,
+        help_text=Study._meta.get_field("completion_redirect_url").help_text,
+    )
+
+    class Meta:
+        model = Study
+        fields = (
+            "name",
+            "slug",
+            "question",
+            "instructions",
+            "ballot_count",
+            "keep_fraction",
+            "appearances",
+            "comparison_budget",
+            "seconds_per_comparison",
+            "allow_ties",
+            "lease_seconds",
+            "votes_per_annotator_per_ballot",
+            "ballot_deadline_hours",
+            "completion_redirect_url",
+            "completion_code",
+        )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "slug" in self.fields:  # the admin renders help texts as HTML: "<slug>" would vanish
+            self.fields["slug"].help_text = escape(self.fields["slug"].help_text)
+
+    def clean_keep_fraction(self):
+        value = self.cleaned_data["keep_fraction"]
+        if value is not None and not 0 < value < 1:
+            raise forms.ValidationError(
+                "α must lie strictly between 0 and 1, e.g. 0.5 keeps half of the items after each ballot."
+            )
+        return value
+
+    def clean_ballot_count(self):
+        value = self.cleaned_data["ballot_count"]
+        if value is not None and value < 1:
+            raise forms.ValidationError("A study needs at least one ballot; §2.7 suggests 2 to 10.")
+        return value
+
+    def clean_appearances(self):
+        value = self.cleaned_data["appearances"]
+        if value == 0:
+            raise forms.ValidationError("M must be at least 1; leave it blank to derive it from a budget.")
+        return value
+
+    def clean_seconds_per_comparison(self):
+        value = self.cleaned_data["seconds_per_comparison"]
+        if value is not None and value <= 0:
+            raise forms.ValidationError("The time per comparison must be positive, e.g. 6 seconds.")
+        return value
+
+    def clean_lease_seconds(self):
+        value = self.cleaned_data["lease_seconds"]
+        if value is not None and value < 10:
+            raise forms.ValidationError(
+                "A lease shorter than 10 seconds takes comparisons away from people still reading them."
+            )
+        return value
+
+    def clean(self):
+        cleaned = super().clean()
+        # Both plan fields are absent from the form once the plan is frozen (the study has started).
+        if "appearances" in self.fields and "comparison_budget" in self.fields:
+            appearances = cleaned.get("appearances")
+            budget = cleaned.get("comparison_budget")
+            if appearances and budget:
+                raise forms.ValidationError(
+                    "Give either the appearances M or a comparison budget, not both: with a budget, "
+                    "M is derived from it. Clear one of the two fields."
+                )
+            if not appearances and not budget and not self.has_error("appearances"):
+                # On the field, so that the database constraint saying the same is not reported twice.
+                self.add_error(
+                    "appearances",
+                    "The plan needs the appearances M of each item per ballot (the paper uses 20) "
+                    "or a comparison budget from which M is derived.",
+                )
+        return cleaned
+
+
+class UploadForm(forms.Form):
+    """A CSV file, read into bytes; the import service checks its encoding and rows."""
+
+    file = forms.FileField(label="CSV file")
+
+    def clean_file(self) -> bytes:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            # Refused before reading: the whole point of the limit is not to load the file.
+            raise forms.ValidationError(
+                f"The file is {upload.size:,} bytes; the limit is {MAX_UPLOAD_BYTES:,} bytes (2 MiB). "
+                "Split it into smaller files and upload them one after the other."
+            )
+        return upload.read()
+
+
+class TokensUploadForm(UploadForm):
+    file = forms.FileField(
+        label="Tokens CSV",
+        help_text=(
+            "One token per line: token, area[, rare]. A first line naming the columns is optional; "
+            "rare is 1/0, true/false or yes/no. UTF-8, at most 2 MiB."
+        ),
+    )
+
+
+class PairsUploadForm(UploadForm):
+    file = forms.FileField(
+        label="Pairs CSV",
+        help_text=(
+            "One item per line: token_a, token_b, two tokens already imported, of the same area. "
+            "The study's current items are replaced. UTF-8, at most 2 MiB."
+        ),
+    )
+
+
+class ItemsGenerateForm(forms.Form):
+    max_per_area = forms.IntegerField(
+        label="Cap per area",
+        required=False,
+        min_value=1,
+        help_text=(
+            "Leave blank for all pairs within each area; otherwise each area keeps a random sample of at "
+            "most this many pairs. The study's current items are replaced."
+        ),
+    )
+
+
+class DuplicateForm(forms.Form):
+    name = forms.CharField(max_length=Study._meta.get_field("name").max_length)
+    slug = forms.SlugField(max_length=Study._meta.get_field("slug").max_length, required=False)
+
+    def __init__(self, *args, study: Study, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["name"].initial = f"{study.name} (replication)"
+        self.fields["slug"].help_text = (
+            f"The annotators' link of the copy: /s/<slug>/. Leave blank for “{study.slug}-copy” "
+            "(numbered if that is taken)."
+        )
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"] or None
+        if slug and Study.objects.filter(slug=slug).exists():
+            raise forms.ValidationError(f"A study with the slug “{slug}” exists already; choose another.")
+        return slug
+
+
+class SimulateForm(forms.Form):
+    distribution = forms.ChoiceField(
+        choices=[(name, DISTRIBUTION_LABELS[name]) for name in DISTRIBUTIONS],
+        initial="exponential",
+        help_text="The distribution of the items' true relatedness the simulated voters judge.",
+    )
+    repetitions = forms.IntegerField(
+        initial=20,
+        min_value=1,
+        max_value=500,
+        help_text="Each repetition simulates the uniform and the adaptive protocol once.",
+    )
