@@ -655,7 +655,9 @@ def vote_record(
         choice=choice,
         response_ms=max(0, int((now - assignment.issued_at).total_seconds() * 1000)),
         # A page measures its own time; anything outside (0, one day] is a broken clock, not a response.
-        client_response_ms=client_response_ms if client_response_ms and 0 < client_response_ms <= 86_400_000 else None,
+        client_response_ms=client_response_ms
+        if client_response_ms and 0 < client_response_ms <= 86_400_000
+        else None,
     )
     Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.VOTED)
     # The counter row is the last one locked, so votes of one ballot serialise only briefly; the

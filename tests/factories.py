@@ -76,7 +76,10 @@ def make_study(
 
 
 def annotators(study: Study, count: int, prefix: str = "p") -> list:
-    return [annotator_consent(annotator=annotator_for(study=study, participant_id=f"{prefix}{i}")) for i in range(count)]
+    return [
+        annotator_consent(annotator=annotator_for(study=study, participant_id=f"{prefix}{i}"))
+        for i in range(count)
+    ]
 
 
 def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None = None, rng=None) -> int:
@@ -92,7 +95,9 @@ def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None
     if choose is None:
 
         def choose(comparison):
-            return "left" if index_of[comparison.left_item_id] < index_of[comparison.right_item_id] else "right"
+            return (
+                "left" if index_of[comparison.left_item_id] < index_of[comparison.right_item_id] else "right"
+            )
 
     votes = 0
     while max_votes is None or votes < max_votes:
@@ -105,7 +110,9 @@ def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None
                 continue
             with committed_callbacks():
                 vote_record(
-                    annotator=annotator, assignment_id=result.assignment.pk, choice=choose(result.assignment.comparison)
+                    annotator=annotator,
+                    assignment_id=result.assignment.pk,
+                    choice=choose(result.assignment.comparison),
                 )
             votes += 1
             progressed = True

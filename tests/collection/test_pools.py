@@ -25,7 +25,7 @@ def study():
 def test_it_imports_tokens_by_area_with_or_without_a_header(study):
     report = tokens_import(study=study, data="token,area,rare\nsales,Marketing,0\nbrand,Marketing,yes\n")
     assert (report.areas_created, report.tokens_created) == (1, 2)
-    tokens_import(study=study, data="python,Computing\njava,Computing,1\n".encode())
+    tokens_import(study=study, data=b"python,Computing\njava,Computing,1\n")
     assert list(study.tokens.order_by("text").values_list("text", "area__name", "rare")) == [
         ("brand", "Marketing", True),
         ("java", "Computing", True),
@@ -40,7 +40,11 @@ def test_a_utf8_file_with_a_byte_order_mark_is_read(study):
 
 
 def test_every_problem_is_reported_by_line_and_nothing_is_imported(study):
-    data = "token,area,rare\nsales,M,0\n  Sales ,M,0\n,M,0\n" + "x" * 101 + ",M,0\nok,,0\nfine,M,maybe\nlonely,Solo,0\n"
+    data = (
+        "token,area,rare\nsales,M,0\n  Sales ,M,0\n,M,0\n"
+        + "x" * 101
+        + ",M,0\nok,,0\nfine,M,maybe\nlonely,Solo,0\n"
+    )
     with pytest.raises(ServiceError) as raised:
         tokens_import(study=study, data=data)
     assert raised.value.message == "the tokens file has 6 problem(s); nothing was imported"

@@ -94,7 +94,9 @@ def test_a_vote_is_recorded_once_and_a_retry_returns_it():
     study = make_study()
     (alice,) = annotators(study, 1)
     assignment = comparison_next_for(annotator=alice).assignment
-    vote, created = vote_record(annotator=alice, assignment_id=assignment.pk, choice="left", client_response_ms=1234)
+    vote, created = vote_record(
+        annotator=alice, assignment_id=assignment.pk, choice="left", client_response_ms=1234
+    )
     again, created_again = vote_record(annotator=alice, assignment_id=assignment.pk, choice="right")
     assert (created, created_again) == (True, False)
     assert again.pk == vote.pk and again.choice == "left" and Vote.objects.count() == 1
@@ -113,7 +115,9 @@ def test_the_response_time_is_measured_on_the_server():
     (alice,) = annotators(study, 1)
     now = timezone.now()
     assignment = comparison_next_for(annotator=alice, now=now).assignment
-    vote, _ = vote_record(annotator=alice, assignment_id=assignment.pk, choice="left", now=now + timedelta(seconds=2.5))
+    vote, _ = vote_record(
+        annotator=alice, assignment_id=assignment.pk, choice="left", now=now + timedelta(seconds=2.5)
+    )
     assert vote.response_ms == 2500
 
 

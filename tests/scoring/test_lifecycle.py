@@ -23,7 +23,15 @@ def lower_index_wins(study):
 
 def scores_of(ballot):
     rows = ItemScore.objects.filter(ballot=ballot).values_list(
-        "item__index", "wins", "ties", "appearances", "win_ratio", "rescaled_score", "score", "measured", "survived"
+        "item__index",
+        "wins",
+        "ties",
+        "appearances",
+        "win_ratio",
+        "rescaled_score",
+        "score",
+        "measured",
+        "survived",
     )
     return {row[0]: row[1:] for row in rows}
 
@@ -100,7 +108,10 @@ def test_a_close_that_fails_half_way_leaves_nothing_and_a_rerun_completes_it():
     assert first.status == "open" and ItemScore.objects.count() == 0 and study.ballots.count() == 2
     blocker.delete()
     ballot_close(ballot_id=first.pk)
-    assert list(study.ballots.order_by("number").values_list("number", "status")) == [(1, "closed"), (2, "open")]
+    assert list(study.ballots.order_by("number").values_list("number", "status")) == [
+        (1, "closed"),
+        (2, "open"),
+    ]
     assert ItemScore.objects.filter(ballot=first).count() == 15
 
 
@@ -154,5 +165,7 @@ def test_the_sweep_closes_a_fully_voted_ballot_whose_task_was_lost():
 def test_scores_are_stored_as_numbers_the_engine_can_read_back():
     study = make_study()
     vote_until(study, voters=annotators(study, 5))
-    values = np.array(ItemScore.objects.filter(ballot__study=study).values_list("score", flat=True), dtype=float)
+    values = np.array(
+        ItemScore.objects.filter(ballot__study=study).values_list("score", flat=True), dtype=float
+    )
     assert np.all(np.isfinite(values)) and values.min() >= 0 and values.max() <= 1
