@@ -39,7 +39,10 @@ def test_a_real_worker_closes_each_ballot_until_the_final_ranking(celery_worker_
             ballots = study.ballots.count()
             deadline = time.monotonic() + BALLOT_WAIT_SECONDS
             while study.ballots.count() == ballots and study.status != Study.Status.FINISHED:
-                assert time.monotonic() < deadline, "the worker did not close the fully voted ballot"
+                assert time.monotonic() < deadline, (
+                    "the worker did not close the fully voted ballot; its log ends with:\n"
+                    + celery_worker_process["log"].read_text()[-3000:]
+                )
                 time.sleep(0.2)
                 study.refresh_from_db()
             waited_for_worker += 1
