@@ -20,6 +20,7 @@ def test_a_real_worker_closes_each_ballot_until_the_final_ranking(celery_worker_
     index_of = dict(study.items.values_list("id", "index"))
     waited_for_worker = 0
     while study.status != Study.Status.FINISHED:
+        ballots_before_pass = study.ballots.count()
         cast = 0
         for annotator in voters:
             result = comparison_next_for(annotator=annotator)
@@ -35,12 +36,14 @@ def test_a_real_worker_closes_each_ballot_until_the_final_ranking(celery_worker_
             cast += 1
         study.refresh_from_db()
         if cast == 0 and study.status != Study.Status.FINISHED:
-            # The open ballot is fully voted: only the worker can close it and open the next one.
-            ballots = study.ballots.count()
+            # The open ballot is fully voted: only the worker can close it and open the next one
+            # (it may have done so already, since this pass began).
             deadline = time.monotonic() + BALLOT_WAIT_SECONDS
-            while study.ballots.count() == ballots and study.status != Study.Status.FINISHED:
+            while study.ballots.count() == ballots_before_pass and study.status != Study.Status.FINISHED:
+                latest = study.ballots.order_by("-number").first()
                 assert time.monotonic() < deadline, (
-                    "the worker did not close the fully voted ballot; its log ends with:\n"
+                    f"the worker did not close ballot {latest.number} ({latest.status}, {latest.votes_recorded} "
+                    f"of {latest.comparison_count} voted); its log ends with:\n"
                     + celery_worker_process["log"].read_text()[-3000:]
                 )
                 time.sleep(0.2)
