@@ -14,8 +14,9 @@ def annotator_from_request(
     """The request's annotator in ``study``, or None if it has none and ``create`` is False.
 
     A participant id (from the crowd platform's link) wins and is remembered in the session; then the
-    annotator remembered in the session; then the logged-in user's; then, with ``create``, a new
-    anonymous annotator bound to this browser session.
+    annotator remembered in the session; then the logged-in user's. With ``create`` (the consent
+    form), a logged-in user without one gets one, and anybody else a new anonymous annotator bound to
+    this browser session; without it nothing is created, so a stray request leaves no row behind.
     """
     remembered = request.session.get(SESSION_ANNOTATORS, {})
     annotator = None
@@ -24,7 +25,9 @@ def annotator_from_request(
     elif str(study.pk) in remembered:
         annotator = Annotator.objects.filter(pk=remembered[str(study.pk)], study=study).first()
     if annotator is None and request.user.is_authenticated:
-        annotator = annotator_for(study=study, user=request.user)
+        annotator = Annotator.objects.filter(study=study, user=request.user).first()
+        if annotator is None and create:
+            annotator = annotator_for(study=study, user=request.user)
     if annotator is None and create:
         if request.session.session_key is None:
             request.session.save()

@@ -32,7 +32,7 @@ class Study(models.Model):
         FINISHED = "finished", "finished"
 
     name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=80, unique=True, help_text="Used in the annotators' link: /s/<slug>/")
+    slug = models.SlugField(max_length=80, unique=True, help_text="Used in the annotators' link, /s/SLUG/.")
     question = models.CharField(
         max_length=300,
         default="Which pair of words is more closely related?",
@@ -93,15 +93,30 @@ class Study(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(keep_fraction__gt=0) & Q(keep_fraction__lt=1), name="study_keep_fraction_in_0_1"
+                condition=Q(keep_fraction__gt=0) & Q(keep_fraction__lt=1),
+                name="study_keep_fraction_in_0_1",
+                violation_error_message="keep_fraction α must lie strictly between 0 and 1.",
             ),
-            models.CheckConstraint(condition=Q(ballot_count__gte=1), name="study_ballot_count_positive"),
+            models.CheckConstraint(
+                condition=Q(ballot_count__gte=1),
+                name="study_ballot_count_positive",
+                violation_error_message="ballot_count n_b must be at least 1.",
+            ),
             models.CheckConstraint(
                 condition=Q(appearances__isnull=False) | Q(comparison_budget__isnull=False),
                 name="study_has_appearances_or_budget",
+                violation_error_message="Give appearances M or a comparison budget.",
             ),
-            models.CheckConstraint(condition=Q(seconds_per_comparison__gt=0), name="study_seconds_positive"),
-            models.CheckConstraint(condition=Q(lease_seconds__gte=10), name="study_lease_at_least_10s"),
+            models.CheckConstraint(
+                condition=Q(seconds_per_comparison__gt=0),
+                name="study_seconds_positive",
+                violation_error_message="seconds_per_comparison must be positive.",
+            ),
+            models.CheckConstraint(
+                condition=Q(lease_seconds__gte=10),
+                name="study_lease_at_least_10s",
+                violation_error_message="lease_seconds must be at least 10.",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -227,6 +227,6 @@ def _warnings(plan: BallotPlan) -> tuple[str, ...]:
         if m > size - 1:
             found.append(
                 f"ballot {k} holds {size} items and M = {m} > {size - 1}: some pairs of items are "
-                f"compared more than once in that ballot."
+                f"compared more than once in that ballot, each time by a different annotator."
             )
     return tuple(found)

@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from collection.models import Assignment, Ballot, Comparison, Item, Study
-from collection.services import ballot_open, leases_expire, study_plan
+from collection.services import ServiceError, ballot_open, leases_expire, study_plan
 from scoring.borda import ballot_tallies, final_order, score_ballot, select_survivors
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.models import ItemScore
@@ -282,8 +282,9 @@ def simulation_request(*, study: Study, distribution: str = "exponential", repet
     if distribution == "file":
         values = read_similarity_csv(EMBEDDING_SIMILARITY_CSV)
         if values.size != plan.item_count:
-            raise ValueError(
-                f"the shipped embedding similarities describe {values.size} items; this study has {plan.item_count}"
+            raise ServiceError(
+                f"the shipped embedding similarities describe {values.size} items; this study has "
+                f"{plan.item_count}: choose the exponential or power-law distribution"
             )
     run = SimulationRun.objects.create(
         study=study, parameters=config.as_dict(), repetitions=repetitions, requested_by=user

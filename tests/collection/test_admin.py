@@ -91,7 +91,7 @@ def test_the_change_page_shows_the_papers_plan_with_its_repeated_pairs_warning(a
     ]
     assert re.findall(r"<li><strong>Warning:</strong> (.*?)</li>", element(html, "plan-warnings")) == [
         "ballot 7 holds 16 items and M = 20 &gt; 15: some pairs of items are compared more than once "
-        "in that ballot."
+        "in that ballot, each time by a different annotator."
     ]
 
 
@@ -617,7 +617,7 @@ def test_a_simulation_the_simulator_refuses_is_explained_on_the_form(admin_clien
 
     assert response.status_code == 400
     assert element(response.content.decode(), "service-error") == (
-        "The shipped embedding similarities describe 990 items; this study has 15."
+        "The shipped embedding similarities describe 990 items; this study has 15: choose the exponential or power-law distribution."
     )
     assert not SimulationRun.objects.exists()
 

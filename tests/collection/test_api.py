@@ -194,9 +194,10 @@ def test_next_when_the_study_is_finished_is_204_with_the_reason():
 
 def test_a_logged_in_user_votes_as_their_own_annotator_once_they_consented(user_client):
     study = make_study()
-    assert next_of(user_client, study).status_code == 403  # not consented yet
+    assert next_of(user_client, study).status_code == 403  # not an annotator of this study yet
+    assert not Annotator.objects.filter(study=study).exists()  # asking created nothing
+    assert user_client.post(f"/s/{study.slug}/", {"consent": "yes"}).status_code == 302
     annotator = Annotator.objects.get(study=study, user__username="volunteer")
-    annotator_consent(annotator=annotator)
 
     assignment = next_of(user_client, study).json()["assignment"]
     response = vote(user_client, assignment, "right")

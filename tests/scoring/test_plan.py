@@ -50,7 +50,7 @@ def test_an_odd_ballot_with_odd_m_gets_one_extra_appearance():
 
 def test_the_papers_plan_only_warns_about_repeated_pairs_in_the_last_ballot():
     assert paper_plan().warnings == (
-        "ballot 7 holds 16 items and M = 20 > 15: some pairs of items are compared more than once in that ballot.",
+        "ballot 7 holds 16 items and M = 20 > 15: some pairs of items are compared more than once in that ballot, each time by a different annotator.",
     )
 
 
