@@ -35,7 +35,9 @@ __all__ = [
     "ranks_from_scores",
     "spearman",
     "weighted_kendall",
+    "weighted_kendall_rows",
     "weighted_spearman",
+    "weighted_spearman_rows",
 ]
 
 
@@ -122,7 +124,47 @@ def weighted_kendall(ranks_a, ranks_b, n0: float = 2.0) -> float:
     """
     a, b = _check_ranks(ranks_a, ranks_b)
     w = _weights(a, b, _check_offset(n0))
-    return _kendall_gamma(a, b, w)
+    return _scalar(_kendall_gamma_rows(a[None, :], b[None, :], w[None, :])[0])
+
+
+def weighted_kendall_rows(ranks_a, ranks_b_rows, n0: float = 2.0) -> np.ndarray:
+    """τ_w of ``ranks_a`` against every row of ``ranks_b_rows`` (R × n), in one vectorised pass.
+
+    Row r gives ``weighted_kendall(ranks_a, ranks_b_rows[r], n0)``: the same definition (Eq. 7-9)
+    and the same O(n log n) algorithm, run on all rows at once, which saves the per-call overhead
+    when a bootstrap or a Monte Carlo needs many coefficients. ``ranks_a`` may also be R × n.
+    """
+    b = np.asarray(ranks_b_rows, dtype=np.float64)
+    if b.ndim != 2:
+        raise ValueError(f"ranks_b_rows must be two-dimensional (rows × items), got shape {b.shape}")
+    a = np.broadcast_to(np.asarray(ranks_a, dtype=np.float64), b.shape)
+    for row in (0, -1):  # the checks of the single version, on the first and the last row
+        _check_ranks(a[row], b[row])
+    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(a)) and b.min() >= 1 and a.min() >= 1):
+        raise ValueError("ranks must be finite and start at 1 (the top) in every row")
+    n0 = _check_offset(n0)
+    raw = 1.0 / (a + n0) ** 2 + 1.0 / (b + n0) ** 2
+    w = raw / raw.sum(axis=1, keepdims=True)
+    return _kendall_gamma_rows(np.ascontiguousarray(a), b, w)
+
+
+def weighted_spearman_rows(ranks_a, ranks_b_rows, n0: float = 2.0) -> np.ndarray:
+    """ρ_w of ``ranks_a`` against every row of ``ranks_b_rows`` (R × n): Eq. 8 row by row, vectorised."""
+    b = np.asarray(ranks_b_rows, dtype=np.float64)
+    if b.ndim != 2:
+        raise ValueError(f"ranks_b_rows must be two-dimensional (rows × items), got shape {b.shape}")
+    a = np.broadcast_to(np.asarray(ranks_a, dtype=np.float64), b.shape)
+    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(a)) and b.min() >= 1 and a.min() >= 1):
+        raise ValueError("ranks must be finite and start at 1 (the top) in every row")
+    n0 = _check_offset(n0)
+    raw = 1.0 / (a + n0) ** 2 + 1.0 / (b + n0) ** 2
+    w = raw / raw.sum(axis=1, keepdims=True)
+    da = a - (w * a).sum(axis=1, keepdims=True)
+    db = b - (w * b).sum(axis=1, keepdims=True)
+    covariance = (w * da * db).sum(axis=1)
+    spread = np.sqrt((w * da * da).sum(axis=1) * (w * db * db).sum(axis=1))
+    constant = (np.ptp(a, axis=1) == 0) | (np.ptp(b, axis=1) == 0)
+    return np.where(constant, np.nan, np.clip(covariance / np.where(constant, 1.0, spread), -1.0, 1.0))
 
 
 def kendall(ranks_a, ranks_b) -> float:
@@ -133,7 +175,7 @@ def kendall(ranks_a, ranks_b) -> float:
     """
     a, b = _check_ranks(ranks_a, ranks_b)
     w = np.full(a.size, 1.0 / a.size)
-    return _kendall_gamma(a, b, w)
+    return _scalar(_kendall_gamma_rows(a[None, :], b[None, :], w[None, :])[0])
 
 
 # --- internals ---------------------------------------------------------------------------------
@@ -172,6 +214,10 @@ def _weights(a: np.ndarray, b: np.ndarray, n0: float) -> np.ndarray:
     return raw / raw.sum()
 
 
+def _scalar(value) -> float:
+    return float(value)
+
+
 def _pearson_weighted(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
     if a.min() == a.max() or b.min() == b.max():
         return math.nan  # a constant ranking has no spread: σ = 0
@@ -183,52 +229,63 @@ def _pearson_weighted(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
     return float(min(1.0, max(-1.0, value)))
 
 
-def _dense_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dense integer ranks (0 = smallest) of ``values``, with the sorting order and tie-group starts."""
-    order = np.argsort(values)
-    ordered = values[order]
-    change = np.concatenate(([False], ordered[1:] != ordered[:-1]))
-    dense = np.empty(values.size, dtype=np.int64)
-    dense[order] = np.cumsum(change)
-    starts = np.flatnonzero(np.concatenate(([True], change[1:])))
-    return dense, order, starts
+def _sorted_groups_rows(
+    values: np.ndarray, w: np.ndarray, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, with ``order`` sorting the row: the dense rank (0 = smallest) of each sorted value,
+    and Σ_g W_g² over the groups of equal values (singletons included)."""
+    rows, n = values.shape
+    ordered = np.take_along_axis(values, order, axis=1)
+    change = np.zeros(values.shape, dtype=np.int64)
+    change[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    dense_sorted = np.cumsum(change, axis=1)
+    global_group = (dense_sorted + (np.arange(rows, dtype=np.int64) * n)[:, None]).ravel()
+    group_weight = np.bincount(
+        global_group, weights=np.take_along_axis(w, order, axis=1).ravel(), minlength=rows * n
+    )
+    return dense_sorted, (group_weight * group_weight).reshape(rows, n).sum(axis=1)
 
 
-def _tie_square_sum(order: np.ndarray, starts: np.ndarray, w: np.ndarray) -> float:
-    """Σ_g W_g² over the groups of tied items (singletons included), given a sorting order."""
-    group_weight = np.add.reduceat(w[order], starts)
-    return float(group_weight @ group_weight)
+def _dense_ranks_rows(values: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: dense integer ranks (0 = smallest), the number of distinct values, Σ_g W_g² of ties."""
+    order = np.argsort(values, axis=1)
+    dense_sorted, tied = _sorted_groups_rows(values, w, order)
+    dense = np.empty_like(dense_sorted)
+    np.put_along_axis(dense, order, dense_sorted, axis=1)
+    return dense, dense_sorted[:, -1] + 1, tied
 
 
-def _kendall_gamma(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
-    dense_a, order_a, starts_a = _dense_ranks(a)
-    dense_b, order_b, starts_b = _dense_ranks(b)
-    if starts_a.size == 1 or starts_b.size == 1:
-        return math.nan  # one ranking puts every item on the same rank: Z = 0
-    tied_a = _tie_square_sum(order_a, starts_a, w)
-    tied_b = _tie_square_sum(order_b, starts_b, w)
+def _kendall_gamma_rows(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Γ with sign scores (τ_w, or τ_b for uniform w) for every row of a, b and w (shape R × n)."""
+    rows, n = a.shape
+    dense_a, groups_a, tied_a = _dense_ranks_rows(a, w)
+    dense_b, groups_b, tied_b = _dense_ranks_rows(b, w)
 
     # Sort by a, ties by b: inside a group tied in a, b ascends, so none of its pairs is discordant.
-    joint_key = dense_a * np.int64(starts_b.size) + dense_b
-    order = np.argsort(joint_key)
-    joint_sorted = joint_key[order]
-    joint_starts = np.flatnonzero(np.concatenate(([True], joint_sorted[1:] != joint_sorted[:-1])))
-    tied_joint = _tie_square_sum(order, joint_starts, w)
+    joint_key = dense_a * np.int64(n) + dense_b
+    order = np.argsort(joint_key, axis=1)
+    _, tied_joint = _sorted_groups_rows(joint_key, w, order)
 
-    total = float(w.sum())
+    # Rows one after another, each row's keys above every key of the rows before it: no pair across
+    # rows is an inversion, and the count splits by row.
+    row_offset = (np.arange(rows, dtype=np.int64) * n)[:, None]
+    keys = (np.take_along_axis(dense_b, order, axis=1) + row_offset).ravel()
+    discordant = _weighted_inversions(keys, np.take_along_axis(w, order, axis=1).ravel(), row_length=n)
+
+    total = w.sum(axis=1)
     total_sq = total * total  # 1 up to rounding; kept so that uniform weights give τ_b exactly
-    discordant = _weighted_inversions(dense_b[order], w[order])
     # Over ordered pairs i≠j, with the items sorted by (a, b): pairs not tied in b weigh
     # (Σw)² - Σ_h U_h²; among them the pairs tied in a but not in b weigh Σ_g W_g² - Σ_joint V² and
     # score 0; the rest score +1 unless discordant (-1), and discordant pairs weigh 2·D. Hence
     # Σ_{i≠j} w_i w_j s_a s_b = (Σw)² - Σ_h U_h² - (Σ_g W_g² - Σ_joint V²) - 4·D.
     numerator = total_sq - tied_b - tied_a + tied_joint - 4.0 * discordant
-    denominator_sq = (total_sq - tied_a) * (total_sq - tied_b)
-    value = numerator / math.sqrt(denominator_sq)
-    return float(min(1.0, max(-1.0, value)))
+    constant = (groups_a == 1) | (groups_b == 1)  # one ranking puts every item on the same rank: Z = 0
+    denominator_sq = np.where(constant, 1.0, (total_sq - tied_a) * (total_sq - tied_b))
+    value = np.clip(numerator / np.sqrt(denominator_sq), -1.0, 1.0)
+    return np.where(constant, np.nan, value)
 
 
-def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
+def _weighted_inversions(keys: np.ndarray, weights: np.ndarray, row_length: int | None = None):
     """D = Σ_{i<j, keys_i > keys_j} weights_i · weights_j, in O(n log n) with numpy only.
 
     ``keys`` are non-negative integers. The sequence is padded to a power of two, 2^L, with
@@ -239,6 +296,9 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
     one cumulative sum per group gives the level's share of D. A stable partition of every group
     (left half first, order kept) prepares the next level. Groups of ``_LEAF_GROUP`` items are
     finished by comparing their pairs directly. L levels of O(2^L) array operations.
+
+    With ``row_length``, the sequence is rows of that length laid end to end (with no inversion
+    across rows) and D is returned per row.
     """
     n = keys.size
     size = 1 << max(1, (n - 1).bit_length())
@@ -247,11 +307,13 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
     padded_weights = np.zeros(size)
     padded_weights[:n] = weights
     index = np.arange(size, dtype=np.int64)
-    position = np.argsort(padded_keys * size + index).astype(np.int32)  # by key, ties by position
+    position = np.argsort(padded_keys * size + index)  # by key, ties by position
+    position = position.astype(np.int32 if size < 2**31 else np.int64)
     weight = padded_weights[position]
+    row_count = 1 if row_length is None else -(-n // row_length)
 
     # Preallocated buffers: fresh large arrays at every level would cost more than the arithmetic.
-    bit = np.empty(size, dtype=np.int32)
+    bit = np.empty(size, dtype=position.dtype)
     is_right = np.empty(size, dtype=bool)
     right_weight = np.empty(size)
     left_after = np.empty(size)
@@ -259,7 +321,7 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
     position_next = np.empty_like(position)
     weight_next = np.empty_like(weight)
 
-    total = 0.0
+    totals = np.zeros(row_count + 1)  # the last slot collects the padding, which weighs nothing
     group = size
     while group > _LEAF_GROUP:
         half = group >> 1
@@ -271,7 +333,11 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
         per_group = left_after.reshape(rows, group)
         np.cumsum(per_group, axis=1, out=per_group)
         np.subtract(per_group[:, -1:], per_group, out=per_group)
-        total += float(np.dot(right_weight, left_after))
+        if row_length is None:
+            totals[0] += float(np.dot(right_weight, left_after))
+        else:
+            np.multiply(right_weight, left_after, out=left_after)
+            totals += np.bincount(np.minimum(position // row_length, row_count), left_after, row_count + 1)
 
         np.not_equal(bit, 0, out=is_right)
         halves = gather.reshape(rows, 2, half)  # every group holds exactly `half` items of each side
@@ -291,5 +357,8 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray) -> float:
     leaf_weight = weight.reshape(rows, group)
     later_in_order = np.triu(np.ones((group, group), dtype=bool), k=1)
     inverted = (leaf_position[:, :, None] > leaf_position[:, None, :]) & later_in_order
-    total += float(np.einsum("rs,rst,rt->", leaf_weight, inverted, leaf_weight))
-    return total
+    if row_length is None:
+        return totals[0] + float(np.einsum("rs,rst,rt->", leaf_weight, inverted, leaf_weight))
+    per_item = np.einsum("rs,rst,rt->rs", leaf_weight, inverted, leaf_weight).ravel()
+    totals += np.bincount(np.minimum(position // row_length, row_count), per_item, row_count + 1)
+    return totals[:row_count]

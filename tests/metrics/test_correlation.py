@@ -16,7 +16,9 @@ from metrics.correlation import (
     ranks_from_scores,
     spearman,
     weighted_kendall,
+    weighted_kendall_rows,
     weighted_spearman,
+    weighted_spearman_rows,
 )
 
 
@@ -210,3 +212,25 @@ def test_it_rejects_bad_input_with_a_clear_message(ranks_a, ranks_b, n0, message
     for coefficient in (weighted_kendall, weighted_spearman):
         with pytest.raises(ValueError, match=message):
             coefficient(ranks_a, ranks_b, n0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 30), st.integers(1, 6), st.integers(0, 2**32 - 1), st.sampled_from([0.0, 2.0, 7.5]))
+def test_the_row_versions_equal_the_single_coefficients_row_by_row(n, rows, seed, n0):
+    rng = np.random.default_rng(seed)
+    a = tied_ranks(rng.integers(0, n, n))
+    b = np.array([tied_ranks(rng.integers(0, rng.integers(1, n + 1), n)) for _ in range(rows)])
+    tau = weighted_kendall_rows(a, b, n0)
+    rho = weighted_spearman_rows(a, b, n0)
+    for row in range(rows):
+        np.testing.assert_allclose(
+            tau[row], weighted_kendall(a, b[row], n0), rtol=0, atol=1e-12, equal_nan=True
+        )
+        np.testing.assert_allclose(
+            rho[row], weighted_spearman(a, b[row], n0), rtol=0, atol=1e-12, equal_nan=True
+        )
+
+
+def test_the_row_versions_refuse_a_flat_array():
+    with pytest.raises(ValueError, match="two-dimensional"):
+        weighted_kendall_rows([1, 2, 3], [1, 2, 3])
