@@ -78,6 +78,13 @@ class Study(models.Model):
         blank=True, help_text="Where annotators go when done, e.g. the crowd platform's completion URL."
     )
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of the random schedules.")
+    minimum_coverage = models.FloatField(
+        default=0.5, help_text="Model submissions scoring fewer than this share of the items are refused."
+    )
+    relevant_top_k = models.PositiveIntegerField(
+        null=True, blank=True, help_text="K of the retrieval measures: the human top-K items count as relevant. "
+        "Blank: a tenth of the items, at most 100."
+    )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -113,6 +120,11 @@ class Study(models.Model):
                 violation_error_message="seconds_per_comparison must be positive.",
             ),
             models.CheckConstraint(
+                condition=Q(minimum_coverage__gte=0) & Q(minimum_coverage__lte=1),
+                name="study_minimum_coverage_in_0_1",
+                violation_error_message="minimum_coverage must lie between 0 and 1.",
+            ),
+            models.CheckConstraint(
                 condition=Q(lease_seconds__gte=10),
                 name="study_lease_at_least_10s",
                 violation_error_message="lease_seconds must be at least 10.",
@@ -128,6 +140,12 @@ class Study(models.Model):
     @property
     def is_draft(self) -> bool:
         return self.status == self.Status.DRAFT
+
+    def default_top_k(self, item_count: int) -> int:
+        """K of the retrieval measures: the study's setting, else a tenth of the items (1 … 100)."""
+        if self.relevant_top_k:
+            return min(self.relevant_top_k, item_count)
+        return max(1, min(100, item_count // 10))
 
 
 class SemanticArea(models.Model):

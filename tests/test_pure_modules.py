@@ -15,6 +15,7 @@ PURE_MODULES = [
     "scoring/plots.py",
     "metrics/correlation.py",
     "metrics/ir.py",
+    "metrics/metrology.py",
 ]
 PURE_NAMES = {path.removesuffix(".py").replace("/", ".") for path in PURE_MODULES}
 ALLOWED_TOP_LEVEL = {"numpy", "scipy", "__future__"} | set(sys.stdlib_module_names)

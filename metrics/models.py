@@ -1,0 +1,91 @@
+"""Model submissions, their evaluations, and the cached measurement-quality figures of studies."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Submission(models.Model):
+    """A model owner's scores of one study's items, stored once and never changed.
+
+    ``scores`` holds one entry per item of the study, in item index order: the submitted score, or
+    None for an item the submission does not cover. Higher scores mean more related.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="submissions")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    model_name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    scores = models.JSONField()
+    covered = models.PositiveIntegerField(help_text="Items with a score.")
+    coverage = models.FloatField(help_text="covered / items of the study")
+    source_format = models.CharField(max_length=10, help_text="json or csv")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # The evaluation at the study's default settings (n0 = 2, K from the study), with its progress.
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done of the evaluation.")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "owner", "model_name"], name="submission_model_unique_per_owner"
+            ),
+            models.CheckConstraint(
+                condition=Q(coverage__gte=0) & Q(coverage__lte=1), name="submission_coverage_in_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_name} on {self.study_id}"
+
+
+class Evaluation(models.Model):
+    """The metrics of a submission against the study's final ranking, for one n0 and one K."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")
+    weight_offset = models.FloatField(help_text="n0 of the weighted coefficients (Eq. 9).")
+    top_k = models.PositiveIntegerField(help_text="K: the human top-K items are the relevant ones.")
+    result = models.JSONField()
+    computed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "weight_offset", "top_k"], name="evaluation_unique_per_settings"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"evaluation of {self.submission_id} (n0={self.weight_offset}, K={self.top_k})"
+
+
+class StudyFigure(models.Model):
+    """A cached measurement-quality figure of a study (instrument card, chance level, bootstrap).
+
+    ``fingerprint`` records the state of the study the figure was computed from (votes, status); a
+    figure whose fingerprint no longer matches is stale and recomputed.
+    """
+
+    study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="figures")
+    kind = models.CharField(max_length=40)
+    parameters = models.JSONField(default=dict)
+    key = models.CharField(max_length=200, help_text="kind and parameters, canonical")
+    fingerprint = models.CharField(max_length=200)
+    value = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "key"], name="study_figure_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key} of study {self.study_id}"
