@@ -266,11 +266,9 @@ def _kendall_gamma_rows(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarr
     order = np.argsort(joint_key, axis=1)
     _, tied_joint = _sorted_groups_rows(joint_key, w, order)
 
-    # Rows one after another, each row's keys above every key of the rows before it: no pair across
-    # rows is an inversion, and the count splits by row.
-    row_offset = (np.arange(rows, dtype=np.int64) * n)[:, None]
-    keys = (np.take_along_axis(dense_b, order, axis=1) + row_offset).ravel()
-    discordant = _weighted_inversions(keys, np.take_along_axis(w, order, axis=1).ravel(), row_length=n)
+    discordant = _weighted_inversions_rows(
+        np.take_along_axis(dense_b, order, axis=1), np.take_along_axis(w, order, axis=1)
+    )
 
     total = w.sum(axis=1)
     total_sq = total * total  # 1 up to rounding; kept so that uniform weights give τ_b exactly
@@ -285,32 +283,32 @@ def _kendall_gamma_rows(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarr
     return np.where(constant, np.nan, value)
 
 
-def _weighted_inversions(keys: np.ndarray, weights: np.ndarray, row_length: int | None = None):
-    """D = Σ_{i<j, keys_i > keys_j} weights_i · weights_j, in O(n log n) with numpy only.
+def _weighted_inversions_rows(keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per row: D = Σ_{i<j, keys_i > keys_j} weights_i · weights_j, in O(n log n) with numpy only.
 
-    ``keys`` are non-negative integers. The sequence is padded to a power of two, 2^L, with
-    weightless items. Items are visited in order of key (ties by position); positions are split
-    top-down by their bits, from the most significant: at the level of bit ℓ, the positions that
-    agree above ℓ form a group whose left half has bit ℓ = 0. In key order, the left-half weight
-    still to come after a right-half item is the weight of the earlier items with a larger key:
-    one cumulative sum per group gives the level's share of D. A stable partition of every group
-    (left half first, order kept) prepares the next level. Groups of ``_LEAF_GROUP`` items are
-    finished by comparing their pairs directly. L levels of O(2^L) array operations.
-
-    With ``row_length``, the sequence is rows of that length laid end to end (with no inversion
-    across rows) and D is returned per row.
+    ``keys`` (R × n) are non-negative integers. Every row is padded to a power of two, 2^L, with
+    weightless items carrying its largest key, and the rows are processed together. Items are
+    visited in order of key (ties by position); positions are split top-down by their bits, from the
+    most significant: at the level of bit ℓ, the positions that agree above ℓ form a group whose left
+    half has bit ℓ = 0. In key order, the left-half weight still to come after a right-half item is
+    the weight of the earlier items with a larger key: one cumulative sum per group gives the
+    level's share of D. A stable partition of every group (left half first, order kept) prepares the
+    next level. Groups of ``_LEAF_GROUP`` items are finished by comparing their pairs directly.
+    L levels of O(R·2^L) array operations.
     """
-    n = keys.size
-    size = 1 << max(1, (n - 1).bit_length())
-    padded_keys = np.full(size, int(keys.max()) + 1, dtype=np.int64)
-    padded_keys[:n] = keys
-    padded_weights = np.zeros(size)
-    padded_weights[:n] = weights
+    rows, n = keys.shape
+    width = 1 << max(1, (n - 1).bit_length())
+    size = rows * width
+    padded_keys = np.empty((rows, width), dtype=np.int64)
+    padded_keys[:, :n] = keys
+    padded_keys[:, n:] = n  # above every key of the row (keys are dense ranks < n)
+    padded_weights = np.zeros((rows, width))
+    padded_weights[:, :n] = weights
+    # Sort every row by key, ties by position; rows stay apart (row r occupies [r·width, (r+1)·width)).
     index = np.arange(size, dtype=np.int64)
-    position = np.argsort(padded_keys * size + index)  # by key, ties by position
-    position = position.astype(np.int32 if size < 2**31 else np.int64)
-    weight = padded_weights[position]
-    row_count = 1 if row_length is None else -(-n // row_length)
+    composite = (padded_keys + (np.arange(rows, dtype=np.int64) * (n + 1))[:, None]).ravel() * size + index
+    position = np.argsort(composite).astype(np.int32 if size < 2**31 else np.int64)
+    weight = padded_weights.ravel()[position]
 
     # Preallocated buffers: fresh large arrays at every level would cost more than the arithmetic.
     bit = np.empty(size, dtype=position.dtype)
@@ -321,29 +319,26 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray, row_length: int 
     position_next = np.empty_like(position)
     weight_next = np.empty_like(weight)
 
-    totals = np.zeros(row_count + 1)  # the last slot collects the padding, which weighs nothing
-    group = size
+    totals = np.zeros(rows)
+    group = width
     while group > _LEAF_GROUP:
         half = group >> 1
-        rows = size // group
+        groups = size // group
         np.right_shift(position, half.bit_length() - 1, out=bit)
         np.bitwise_and(bit, 1, out=bit)
         np.multiply(weight, bit, out=right_weight)
         np.subtract(weight, right_weight, out=left_after)
-        per_group = left_after.reshape(rows, group)
+        per_group = left_after.reshape(groups, group)
         np.cumsum(per_group, axis=1, out=per_group)
         np.subtract(per_group[:, -1:], per_group, out=per_group)
-        if row_length is None:
-            totals[0] += float(np.dot(right_weight, left_after))
-        else:
-            np.multiply(right_weight, left_after, out=left_after)
-            totals += np.bincount(np.minimum(position // row_length, row_count), left_after, row_count + 1)
+        np.multiply(right_weight, left_after, out=left_after)
+        totals += left_after.reshape(rows, width).sum(axis=1)  # slots never leave their row
 
         np.not_equal(bit, 0, out=is_right)
-        halves = gather.reshape(rows, 2, half)  # every group holds exactly `half` items of each side
-        halves[:, 1, :] = np.flatnonzero(is_right).reshape(rows, half)
+        halves = gather.reshape(groups, 2, half)  # every group holds exactly `half` items of each side
+        halves[:, 1, :] = np.flatnonzero(is_right).reshape(groups, half)
         np.logical_not(is_right, out=is_right)
-        halves[:, 0, :] = np.flatnonzero(is_right).reshape(rows, half)
+        halves[:, 0, :] = np.flatnonzero(is_right).reshape(groups, half)
         np.take(position, gather, out=position_next)
         np.take(weight, gather, out=weight_next)
         position, position_next = position_next, position
@@ -352,13 +347,10 @@ def _weighted_inversions(keys: np.ndarray, weights: np.ndarray, row_length: int 
 
     # Small groups: in (key, position) order, s before t is an inversion exactly when position_s >
     # position_t (equal keys are ordered by position), so compare all pairs of a group at once.
-    rows = size // group
-    leaf_position = position.reshape(rows, group)
-    leaf_weight = weight.reshape(rows, group)
+    groups = size // group
+    leaf_position = position.reshape(groups, group)
+    leaf_weight = weight.reshape(groups, group)
     later_in_order = np.triu(np.ones((group, group), dtype=bool), k=1)
     inverted = (leaf_position[:, :, None] > leaf_position[:, None, :]) & later_in_order
-    if row_length is None:
-        return totals[0] + float(np.einsum("rs,rst,rt->", leaf_weight, inverted, leaf_weight))
-    per_item = np.einsum("rs,rst,rt->rs", leaf_weight, inverted, leaf_weight).ravel()
-    totals += np.bincount(np.minimum(position // row_length, row_count), per_item, row_count + 1)
-    return totals[:row_count]
+    per_group = np.einsum("rs,rst,rt->r", leaf_weight, inverted, leaf_weight)
+    return totals + per_group.reshape(rows, width // group).sum(axis=1)

@@ -1,0 +1,284 @@
+"""A model's ranking against a study's final ranking, with what the instrument can resolve.
+
+PURE module: numpy, scipy and the standard library only.
+
+* point values of ρ_w, τ_w (Lombardo et al., Eq. 8-9, weight offset n0), ρ and τ over the items the
+  model covers, with R(n0), the first rank's share of the weight;
+* retrieval measures (``metrics.ir``) with the human top-K of the covered items as relevant, graded
+  S/A/B by equal-width bands of their human scores (S: the top third of the band [ȳ_K, ȳ_1], A: the
+  middle third, B: the lowest third; gains 3/2/1 as in Sakai 2004);
+* chance level: the coefficients between unrelated rankings of the same size (``metrology.chance_level``)
+  and the one-sided permutation p-value of the observed value;
+* intervals: every coefficient recomputed on bootstrap replicates of the human scores (the same
+  replicates for every model of a study: a paired bootstrap), 95% percentile intervals;
+* the leaderboard: paired differences between models on the shared replicates; a difference whose
+  interval excludes zero is significant; rank = 1 + the number of models significantly better
+  (as Chatbot Arena ranks), rank range [rank, M - number significantly worse];
+* agreement with each annotator (Welty et al., Tables 2-3): the share of an annotator's decisive
+  votes whose chosen item the model scores higher, and paired t-tests between models across annotators.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from metrics.correlation import (
+    first_rank_weight,
+    kendall,
+    ranks_from_scores,
+    spearman,
+    weighted_kendall,
+    weighted_kendall_rows,
+    weighted_spearman,
+    weighted_spearman_rows,
+)
+from metrics.ir import retrieval_report
+from metrics.metrology import permutation_p_value
+
+__all__ = [
+    "COEFFICIENTS",
+    "annotator_agreement",
+    "coefficient_replicates",
+    "evaluate",
+    "graded_relevance",
+    "leaderboard",
+]
+
+COEFFICIENTS = ("rho_w", "tau_w", "rho", "tau")
+INTERVAL_LEVEL = 0.95
+
+
+def graded_relevance(human_score: np.ndarray, top_k: int) -> np.ndarray:
+    """Grades 3/2/1 (S/A/B) for the human top-K items by equal-width score bands, 0 for the rest.
+
+    The top-K are the K highest human scores (ties at the boundary broken by item index, lower
+    first). Their score range [ȳ_K, ȳ_1] is cut in three equal bands; a range of zero gives all S.
+    """
+    human_score = np.asarray(human_score, dtype=np.float64)
+    n = human_score.size
+    if not 1 <= top_k <= n:
+        raise ValueError(f"K must lie between 1 and the {n} evaluated items, got {top_k}")
+    order = np.lexsort((np.arange(n), -human_score))
+    top = order[:top_k]
+    grades = np.zeros(n, dtype=np.int64)
+    high, low = human_score[top[0]], human_score[top[-1]]
+    if high == low:
+        grades[top] = 3
+        return grades
+    position = (human_score[top] - low) / (high - low)  # 0 at ȳ_K, 1 at ȳ_1
+    grades[top] = np.where(position >= 2 / 3, 3, np.where(position >= 1 / 3, 2, 1))
+    return grades
+
+
+def _point_values(model_ranks: np.ndarray, human_ranks: np.ndarray, weight_offset: float) -> dict:
+    return {
+        "rho_w": weighted_spearman(model_ranks, human_ranks, weight_offset),
+        "tau_w": weighted_kendall(model_ranks, human_ranks, weight_offset),
+        "rho": spearman(model_ranks, human_ranks),
+        "tau": kendall(model_ranks, human_ranks),
+    }
+
+
+def coefficient_replicates(
+    model_ranks: np.ndarray, human_replicates: np.ndarray, weight_offset: float
+) -> dict[str, np.ndarray]:
+    """The four coefficients of one model against every bootstrap replicate of the human scores.
+
+    ``human_replicates`` is R × n (the covered items only); each row is turned into ranks first.
+    ρ_w and τ_w use the row-wise implementations; ρ and τ are their uniform-weight cases.
+    """
+    human_ranks = stats.rankdata(-np.asarray(human_replicates, dtype=np.float64), method="average", axis=1)
+    uniform = 1e12  # n0 → ∞ gives uniform weights: ρ and τ_b
+    return {
+        "rho_w": weighted_spearman_rows(model_ranks, human_ranks, weight_offset),
+        "tau_w": weighted_kendall_rows(model_ranks, human_ranks, weight_offset),
+        "rho": weighted_spearman_rows(model_ranks, human_ranks, uniform),
+        "tau": weighted_kendall_rows(model_ranks, human_ranks, uniform),
+    }
+
+
+def _interval(values: np.ndarray) -> list[float] | None:
+    finite = values[np.isfinite(values)]
+    if finite.size < 2:
+        return None
+    alpha = (1 - INTERVAL_LEVEL) / 2
+    low, high = np.quantile(finite, [alpha, 1 - alpha])
+    return [float(low), float(high)]
+
+
+def evaluate(
+    model_score,
+    human_score,
+    *,
+    weight_offset: float = 2.0,
+    top_k: int,
+    human_replicates: np.ndarray | None = None,
+    chance: dict | None = None,
+) -> dict:
+    """Evaluate a model's scores against the human final scores ȳ (both over the study's items).
+
+    Items without a model score (NaN) or without a human score are left out; the coverage is
+    reported. ``human_replicates`` (R × N bootstrap replicates of ȳ) adds 95% intervals and the
+    replicate values (for the leaderboard); ``chance`` (from ``metrology.chance_level`` for the
+    covered size and this n0) adds the chance mean, SD and p-value of ρ_w and τ_w.
+    """
+    model_score = np.asarray(model_score, dtype=np.float64)
+    human_score = np.asarray(human_score, dtype=np.float64)
+    if model_score.shape != human_score.shape:
+        raise ValueError("the model must score the same items as the study")
+    covered = np.isfinite(model_score) & np.isfinite(human_score)
+    count = int(covered.sum())
+    if count < 2:
+        raise ValueError(f"only {count} item(s) have both a model and a human score; at least two are needed")
+    model_ranks = ranks_from_scores(model_score[covered])
+    human_ranks = ranks_from_scores(human_score[covered])
+    k = min(top_k, count)
+    grades = graded_relevance(human_score[covered], k)
+
+    result: dict = {
+        "items": int(model_score.size),
+        "covered": count,
+        "coverage": count / model_score.size,
+        "weight_offset": weight_offset,
+        "first_rank_weight": first_rank_weight(weight_offset),
+        "top_k": k,
+        "grade_counts": {
+            "S": int((grades == 3).sum()),
+            "A": int((grades == 2).sum()),
+            "B": int((grades == 1).sum()),
+        },
+        "retrieval": retrieval_report(grades, k, scores=model_score[covered]),
+    }
+    points = _point_values(model_ranks, human_ranks, weight_offset)
+    replicates = None
+    if human_replicates is not None:
+        replicates = coefficient_replicates(
+            model_ranks, np.asarray(human_replicates)[:, covered], weight_offset
+        )
+        result["replicates"] = {name: values.tolist() for name, values in replicates.items()}
+        result["replicate_count"] = int(np.asarray(human_replicates).shape[0])
+    for name in COEFFICIENTS:
+        entry = {"value": _finite(points[name])}
+        if replicates is not None:
+            entry["interval"] = _interval(replicates[name])
+        if chance is not None and name in chance:
+            entry["chance_mean"] = chance[name]["mean"]
+            entry["chance_sd"] = chance[name]["sd"]
+            entry["p_value"] = (
+                permutation_p_value(points[name], chance[name]["draws"])
+                if entry["value"] is not None
+                else None
+            )
+        result[name] = entry
+    return result
+
+
+def leaderboard(entries: list[dict], metric: str) -> list[dict]:
+    """Rank models by ``metric`` with paired-bootstrap significance (Chatbot-Arena style ranks).
+
+    ``entries`` hold ``name``, ``value`` and ``replicates`` (the metric on the study's shared
+    bootstrap replicates, index-aligned across models). For every pair of models the difference is
+    taken replicate by replicate; when its 95% interval excludes zero the better model is
+    significantly better. Each row gets ``rank`` = 1 + the number of models significantly better,
+    ``rank_range`` = [rank, M - number significantly worse], and ``indistinguishable_from``: the
+    models whose difference interval contains zero.
+    """
+    if metric not in COEFFICIENTS:
+        raise ValueError(f"metric must be one of {', '.join(COEFFICIENTS)}, got {metric!r}")
+    count = len(entries)
+    better = np.zeros((count, count), dtype=bool)  # better[i, j]: i significantly better than j
+    for i, j in ((i, j) for i in range(count) for j in range(count) if i != j):
+        a = np.asarray(entries[i]["replicates"], dtype=np.float64)
+        b = np.asarray(entries[j]["replicates"], dtype=np.float64)
+        if a.size == 0 or a.size != b.size:
+            continue
+        interval = _interval(a - b)
+        better[i, j] = interval is not None and interval[0] > 0
+    rows = []
+    for i, entry in enumerate(entries):
+        significantly_better = int(better[:, i].sum())
+        significantly_worse = int(better[i, :].sum())
+        replicates = np.asarray(entry["replicates"], dtype=np.float64)
+        rows.append(
+            {
+                "name": entry["name"],
+                "value": entry["value"],
+                "interval": _interval(replicates) if replicates.size else None,
+                "rank": 1 + significantly_better,
+                "rank_range": [1 + significantly_better, count - significantly_worse],
+                "indistinguishable_from": [
+                    entries[j]["name"]
+                    for j in range(count)
+                    if j != i and not better[i, j] and not better[j, i]
+                ],
+            }
+        )
+    rows.sort(
+        key=lambda row: (row["rank"], -(row["value"] if row["value"] is not None else -math.inf), row["name"])
+    )
+    return rows
+
+
+def annotator_agreement(
+    model_scores: dict[str, np.ndarray], chosen, rejected, annotator, annotator_count: int
+) -> dict:
+    """Each model's agreement with each annotator's votes, and paired tests across annotators.
+
+    A decisive vote prefers item ``chosen`` to item ``rejected``; the model agrees when it scores
+    the chosen item higher (a tie in the model's scores counts one half; a vote on an item the model
+    does not score is left out). Per model: the agreement of every annotator (NaN without usable
+    votes) and its min, max, mean and SD over annotators (Welty et al., Table 2). Per pair of
+    models: a two-sided paired t-test over the annotators both can be scored on (Table 3).
+    """
+    chosen = np.asarray(chosen, dtype=np.int64)
+    rejected = np.asarray(rejected, dtype=np.int64)
+    annotator = np.asarray(annotator, dtype=np.int64)
+    per_model = {}
+    for name, score in model_scores.items():
+        score = np.asarray(score, dtype=np.float64)
+        usable = np.isfinite(score[chosen]) & np.isfinite(score[rejected])
+        agree = np.where(
+            score[chosen] > score[rejected], 1.0, np.where(score[chosen] == score[rejected], 0.5, 0.0)
+        )
+        votes = np.bincount(annotator[usable], minlength=annotator_count).astype(float)
+        agreed = np.bincount(annotator[usable], weights=agree[usable], minlength=annotator_count)
+        per_annotator = np.divide(agreed, votes, out=np.full(annotator_count, np.nan), where=votes > 0)
+        finite = per_annotator[np.isfinite(per_annotator)]
+        per_model[name] = {
+            "per_annotator": per_annotator,
+            "min": float(finite.min()) if finite.size else None,
+            "max": float(finite.max()) if finite.size else None,
+            "mean": float(finite.mean()) if finite.size else None,
+            "sd": float(finite.std(ddof=1)) if finite.size > 1 else None,
+            "annotators": int(finite.size),
+        }
+    tests = []
+    names = list(model_scores)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            a, b = per_model[first]["per_annotator"], per_model[second]["per_annotator"]
+            both = np.isfinite(a) & np.isfinite(b)
+            if both.sum() < 2 or np.all(a[both] == b[both]):
+                statistic, p_value = (0.0, 1.0) if both.sum() >= 2 else (None, None)
+            else:
+                statistic, p_value = stats.ttest_rel(a[both], b[both])
+            tests.append(
+                {
+                    "first": first,
+                    "second": second,
+                    "annotators": int(both.sum()),
+                    "t_statistic": _finite(statistic),
+                    "p_value": _finite(p_value),
+                }
+            )
+    return {"models": per_model, "paired_tests": tests}
+
+
+def _finite(value) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
