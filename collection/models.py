@@ -78,6 +78,9 @@ class Study(models.Model):
         blank=True, help_text="Where annotators go when done, e.g. the crowd platform's completion URL."
     )
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of the random schedules.")
+    item_source = models.CharField(
+        max_length=200, blank=True, editable=False, help_text="How the items were made, for the instrument card."
+    )
     minimum_coverage = models.FloatField(
         default=0.5, help_text="Model submissions scoring fewer than this share of the items are refused."
     )

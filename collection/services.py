@@ -316,6 +316,8 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
         ],
         batch_size=2000,
     )
+    study.item_source = "explicit pairs uploaded by the researcher"
+    study.save(update_fields=["item_source"])
     return ImportReport(items_created=len(pairs))
 
 
@@ -416,6 +418,9 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         votes_per_annotator_per_ballot=study.votes_per_annotator_per_ballot,
         ballot_deadline_hours=study.ballot_deadline_hours,
         completion_redirect_url=study.completion_redirect_url,
+        item_source=study.item_source,
+        minimum_coverage=study.minimum_coverage,
+        relevant_top_k=study.relevant_top_k,
         created_by=user,
         duplicated_from=study,
     )

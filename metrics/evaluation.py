@@ -10,10 +10,15 @@ PURE module: numpy, scipy and the standard library only.
 * chance level: the coefficients between unrelated rankings of the same size (``metrology.chance_level``)
   and the one-sided permutation p-value of the observed value;
 * intervals: every coefficient recomputed on bootstrap replicates of the human scores (the same
-  replicates for every model of a study: a paired bootstrap), 95% percentile intervals;
-* the leaderboard: paired differences between models on the shared replicates; a difference whose
-  interval excludes zero is significant; rank = 1 + the number of models significantly better
-  (as Chatbot Arena ranks), rank range [rank, M - number significantly worse];
+  replicates for every model of a study: a paired bootstrap); the interval is the value ± 1.96 times
+  the replicates' standard deviation. Not the replicates' percentiles: a bootstrap replicate adds
+  vote noise to a ranking that already has it, so every model correlates less with the replicates
+  than with the observed ranking, and percentile intervals would sit below the value they qualify.
+  The standard deviation carries the uncertainty without that shift;
+* the leaderboard: paired differences between models on the shared replicates (where the shift
+  cancels); a difference d whose interval d ± 1.96·SD(d*) excludes zero is significant;
+  rank = 1 + the number of models significantly better (as Chatbot Arena ranks), rank range
+  [rank, M - number significantly worse];
 * agreement with each annotator (Welty et al., Tables 2-3): the share of an annotator's decisive
   votes whose chosen item the model scores higher, and paired t-tests between models across annotators.
 """
@@ -48,7 +53,6 @@ __all__ = [
 ]
 
 COEFFICIENTS = ("rho_w", "tau_w", "rho", "tau")
-INTERVAL_LEVEL = 0.95
 
 
 def graded_relevance(human_score: np.ndarray, top_k: int) -> np.ndarray:
@@ -100,12 +104,23 @@ def coefficient_replicates(
     }
 
 
-def _interval(values: np.ndarray) -> list[float] | None:
-    finite = values[np.isfinite(values)]
-    if finite.size < 2:
+Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
+
+
+def _standard_error(values: np.ndarray) -> float | None:
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.std(ddof=1)) if finite.size >= 2 else None
+
+
+def _interval(center: float | None, values: np.ndarray, *, bounded: bool = True) -> list[float] | None:
+    """center ± 1.96·SD of the replicate values (clipped to [-1, 1] for a coefficient)."""
+    error = _standard_error(values)
+    if center is None or error is None:
         return None
-    alpha = (1 - INTERVAL_LEVEL) / 2
-    low, high = np.quantile(finite, [alpha, 1 - alpha])
+    low, high = center - Z_95 * error, center + Z_95 * error
+    if bounded:
+        low, high = max(-1.0, low), min(1.0, high)
     return [float(low), float(high)]
 
 
@@ -163,7 +178,8 @@ def evaluate(
     for name in COEFFICIENTS:
         entry = {"value": _finite(points[name])}
         if replicates is not None:
-            entry["interval"] = _interval(replicates[name])
+            entry["standard_error"] = _standard_error(replicates[name])
+            entry["interval"] = _interval(entry["value"], replicates[name])
         if chance is not None and name in chance:
             entry["chance_mean"] = chance[name]["mean"]
             entry["chance_sd"] = chance[name]["sd"]
@@ -180,9 +196,9 @@ def leaderboard(entries: list[dict], metric: str) -> list[dict]:
     """Rank models by ``metric`` with paired-bootstrap significance (Chatbot-Arena style ranks).
 
     ``entries`` hold ``name``, ``value`` and ``replicates`` (the metric on the study's shared
-    bootstrap replicates, index-aligned across models). For every pair of models the difference is
-    taken replicate by replicate; when its 95% interval excludes zero the better model is
-    significantly better. Each row gets ``rank`` = 1 + the number of models significantly better,
+    bootstrap replicates, index-aligned across models). For every pair of models the difference of
+    their values d gets the interval d ± 1.96·SD(d*), d* the differences replicate by replicate;
+    when it excludes zero the better model is significantly better. Each row gets ``rank`` = 1 + the number of models significantly better,
     ``rank_range`` = [rank, M - number significantly worse], and ``indistinguishable_from``: the
     models whose difference interval contains zero.
     """
@@ -193,9 +209,9 @@ def leaderboard(entries: list[dict], metric: str) -> list[dict]:
     for i, j in ((i, j) for i in range(count) for j in range(count) if i != j):
         a = np.asarray(entries[i]["replicates"], dtype=np.float64)
         b = np.asarray(entries[j]["replicates"], dtype=np.float64)
-        if a.size == 0 or a.size != b.size:
+        if a.size == 0 or a.size != b.size or entries[i]["value"] is None or entries[j]["value"] is None:
             continue
-        interval = _interval(a - b)
+        interval = _interval(entries[i]["value"] - entries[j]["value"], a - b, bounded=False)
         better[i, j] = interval is not None and interval[0] > 0
     rows = []
     for i, entry in enumerate(entries):
@@ -206,7 +222,7 @@ def leaderboard(entries: list[dict], metric: str) -> list[dict]:
             {
                 "name": entry["name"],
                 "value": entry["value"],
-                "interval": _interval(replicates) if replicates.size else None,
+                "interval": _interval(entry["value"], replicates) if replicates.size else None,
                 "rank": 1 + significantly_better,
                 "rank_range": [1 + significantly_better, count - significantly_worse],
                 "indistinguishable_from": [

@@ -82,6 +82,9 @@ class StudyFigure(models.Model):
     key = models.CharField(max_length=200, help_text="kind and parameters, canonical")
     fingerprint = models.CharField(max_length=200)
     value = models.JSONField()
+    array = models.BinaryField(
+        null=True, blank=True, help_text="A large numpy array (np.save), e.g. bootstrap replicates"
+    )
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
