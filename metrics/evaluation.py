@@ -170,9 +170,10 @@ def evaluate(
     points = _point_values(model_ranks, human_ranks, weight_offset)
     replicates = None
     if human_replicates is not None:
-        replicates = coefficient_replicates(
-            model_ranks, np.asarray(human_replicates)[:, covered], weight_offset
-        )
+        # An item that drew no vote in a replicate (rare: all its votes left out) keeps its observed score.
+        filled = np.asarray(human_replicates, dtype=np.float64)[:, covered]
+        filled = np.where(np.isfinite(filled), filled, human_score[covered][None, :])
+        replicates = coefficient_replicates(model_ranks, filled, weight_offset)
         result["replicates"] = {name: values.tolist() for name, values in replicates.items()}
         result["replicate_count"] = int(np.asarray(human_replicates).shape[0])
     for name in COEFFICIENTS:
