@@ -1,0 +1,974 @@
+"""The instrument card of a study as a datasheet a reviewer can read (Welty et al., "Metrology for AI", §5).
+
+``card_document`` turns the dict of ``metrics.services.instrument_card`` into sections of plain
+blocks (paragraphs, facts, lists, tables, quotes, figures); ``card_markdown`` writes them as
+Markdown and ``templates/metrics/card.html`` as HTML, so the download and the page say the same.
+
+No Django here: the standard library, numpy and the pure SVG plots of ``scoring.plots``. Numbers
+are shown with three or four significant digits; a value that was not measured (None, NaN) is
+written "not measured", never "nan".
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import ClassVar
+
+import numpy as np
+
+from scoring.plots import PALETTE, Line, Series, scatter_svg
+
+__all__ = [
+    "NOT_MEASURED",
+    "agreement_at",
+    "CardDocument",
+    "Facts",
+    "Figure",
+    "Items",
+    "Paragraph",
+    "Quote",
+    "Section",
+    "Table",
+    "card_document",
+    "card_markdown",
+    "count",
+    "fixed",
+    "number",
+    "percent",
+    "precision_svg",
+    "resolution_svg",
+]
+
+NOT_MEASURED = "not measured"
+LOMBARDO = "Lombardo et al., “Top-Rank-Focused Adaptive Vote Collection for the Evaluation of Domain-Specific Semantic Models”"
+WELTY = "Welty, Paritosh and Aroyo, “Metrology for AI: From Benchmarks to Instruments”"
+CHANCE_PAPER = (
+    "Lombardo 2025, “Standardization of Weighted Ranking Correlation Coefficients”, arXiv 2504.08428"
+)
+AGREEMENT_THRESHOLDS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+CURVE_POINTS = 600  # the resolution plot thins longer curves to this many points
+
+
+# --- numbers ---------------------------------------------------------------------------------------
+
+
+def _finite(value) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def number(value, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits in fixed notation (0.110, 1.00, 1008, -0.308);
+    "not measured" for None and non-finite values."""
+    value = _finite(value)
+    if value is None:
+        return NOT_MEASURED
+    if value == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:.{decimals}f}"
+    return "0" if text.strip("-0.") == "" else text
+
+
+def count(value) -> str:
+    """A whole number with thousands separators (61,425); "not measured" for None."""
+    value = _finite(value)
+    return NOT_MEASURED if value is None else f"{round(value):,}"
+
+
+def fixed(value, decimals: int = 3) -> str:
+    """``value`` with a fixed number of decimals (scores and their bounds in tables)."""
+    value = _finite(value)
+    return NOT_MEASURED if value is None else f"{value:.{decimals}f}"
+
+
+def _setting(value) -> str:
+    """A parameter as it was set: 0.5, 2, 6 (no padding to significant digits)."""
+    value = _finite(value)
+    return NOT_MEASURED if value is None else f"{value:g}"
+
+
+def _amount(value) -> str:
+    """A count that may be a mean or a median: whole values without decimals (28, 27.5)."""
+    value = _finite(value)
+    if value is None:
+        return NOT_MEASURED
+    return count(value) if value.is_integer() else number(value)
+
+
+def percent(share, decimals: int = 1) -> str:
+    """A share in [0, 1] as a percentage (0.938 → "93.8%")."""
+    share = _finite(share)
+    return NOT_MEASURED if share is None else f"{100 * share:.{decimals}f}%"
+
+
+def _plus_minus(mean, sd) -> str:
+    if _finite(mean) is None:
+        return NOT_MEASURED
+    return f"{number(mean)} ± {number(sd)}" if _finite(sd) is not None else number(mean)
+
+
+def _date(iso: str | None, zone: bool = True) -> str:
+    if not iso:
+        return "—"
+    moment = datetime.fromisoformat(iso)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M" + (" UTC" if zone else ""))
+
+
+def _milliseconds(value) -> str:
+    value = _finite(value)
+    if value is None:
+        return NOT_MEASURED
+    return f"{value:.0f} ms" if value < 1000 else f"{number(value / 1000)} s"
+
+
+def _duration(seconds) -> str:
+    seconds = _finite(seconds)
+    if seconds is None:
+        return NOT_MEASURED
+    if seconds < 120:
+        return f"{number(seconds)} s"
+    if seconds < 7200:
+        return f"{number(seconds / 60)} min"
+    return f"{number(seconds / 3600)} h"
+
+
+def _summary(described: Mapping | None, show=number) -> str:
+    """A distribution summary of ``services._describe``: median, quartiles, range, mean, count."""
+    if not described:
+        return NOT_MEASURED
+    return (
+        f"median {show(described['median'])} (quartiles {show(described['q1'])} to {show(described['q3'])}, "
+        f"range {show(described['min'])} to {show(described['max'])}, mean {show(described['mean'])}; "
+        f"{count(described['count'])} values)"
+    )
+
+
+# --- blocks ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    kind: ClassVar[str] = "paragraph"
+
+
+@dataclass(frozen=True)
+class Quote:
+    text: str
+    label: str = ""
+    kind: ClassVar[str] = "quote"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Label and value pairs (a definition list)."""
+
+    rows: tuple[tuple[str, str], ...]
+    kind: ClassVar[str] = "facts"
+
+
+@dataclass(frozen=True)
+class Items:
+    """A bulleted list."""
+
+    entries: tuple[str, ...]
+    kind: ClassVar[str] = "items"
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: tuple[bool, ...]  # right-aligned columns
+    caption: str = ""
+    collapsed: bool = False  # long tables: folded on the page, an appendix in Markdown
+    kind: ClassVar[str] = "table"
+
+    @property
+    def cells(self) -> list[list[tuple[str, bool]]]:
+        """Rows of (text, numeric) pairs, for the template."""
+        return [list(zip(row, self.numeric, strict=True)) for row in self.rows]
+
+    @property
+    def header_cells(self) -> list[tuple[str, bool]]:
+        return list(zip(self.header, self.numeric, strict=True))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A plot: drawn on the page (``svg``), described by its caption in Markdown."""
+
+    name: str
+    caption: str
+    svg: str = ""
+    kind: ClassVar[str] = "figure"
+
+
+@dataclass(frozen=True)
+class Section:
+    anchor: str
+    title: str
+    reference: str
+    blocks: tuple = field(default_factory=tuple)
+
+    @property
+    def heading(self) -> str:
+        return f"{self.title} ({self.reference})" if self.reference else self.title
+
+
+@dataclass(frozen=True)
+class CardDocument:
+    title: str
+    slug: str
+    status: str
+    version: int | None
+    notices: tuple[str, ...]
+    sections: tuple[Section, ...]
+
+
+# --- the document ----------------------------------------------------------------------------------
+
+
+def card_document(
+    card: Mapping, *, item_labels: Mapping[int, str] | None = None, plots: bool = False
+) -> CardDocument:
+    """The card as titled sections of blocks, in the order of Welty §5.
+
+    ``item_labels`` maps item indices to their tokens ("cat – dog") for the per-item table (without
+    them items are named by index); ``plots`` draws the two figures as SVG (for the page).
+    """
+    study = card.get("study") or {}
+    status = study.get("status", "")
+    notices = []
+    if status == "draft":
+        notices.append(
+            "Nothing has been measured yet: this study is a draft. Its card fills in once it has started "
+            "and its first ballot has closed."
+        )
+    elif status == "running":
+        notices.append(
+            "Provisional: the study is still running. The figures below come from its closed ballots so far "
+            "and will change as ballots close; the final card is the one of the finished study."
+        )
+    labels = dict(item_labels or {})
+    sections = (
+        _procedure(card),
+        _principle(card),
+        _precision(card, labels, plots),
+        _repeatability(card),
+        _reproducibility(card),
+        _resolution(card, plots),
+        _chance(card),
+        _citation(card),
+    )
+    return CardDocument(
+        title=study.get("name", ""),
+        slug=study.get("slug", ""),
+        status=status,
+        version=card.get("version"),
+        notices=tuple(notices),
+        sections=sections,
+    )
+
+
+def _not_yet(what: str) -> Paragraph:
+    return Paragraph(f"Not measured yet: {what} needs the votes of at least one closed ballot.")
+
+
+def _procedure(card: Mapping) -> Section:
+    procedure = card.get("procedure") or {}
+    plan = procedure.get("plan")
+    blocks: list = [
+        Paragraph(
+            "How the measurement was made, in enough detail for an operator to repeat it. Changing the question, "
+            "the instructions, the tokens or the way items are made creates a new instrument (Welty §5.1)."
+        ),
+        Quote(procedure.get("question", ""), label="Question shown above every comparison"),
+    ]
+    if procedure.get("instructions"):
+        blocks.append(Quote(procedure["instructions"], label="Instructions shown before voting"))
+    answers = "the left item or the right item"
+    if procedure.get("allow_ties"):
+        answers += ", or “equally related” (a tie)"
+    tokens = procedure.get("tokens")
+    rare = procedure.get("rare_tokens")
+    areas = procedure.get("areas") or []
+    blocks.append(
+        Facts(
+            (
+                (
+                    "Task",
+                    "annotators see two items (two pairs of words) and choose the pair whose words are more related",
+                ),
+                ("Answers offered", answers),
+                ("How items were made", str(procedure.get("item_source") or "not recorded")),
+                ("Tokens", f"{count(tokens)}, of which {count(rare)} marked rare in their domain (§2.1)"),
+                (
+                    "Items",
+                    f"{count(procedure.get('items'))}: unordered pairs of two distinct tokens of one semantic area (§2.2)",
+                ),
+                ("Semantic areas", count(len(areas))),
+            )
+        )
+    )
+    if areas:
+        blocks.append(
+            Table(
+                header=("Semantic area", "Tokens", "Items"),
+                rows=tuple(
+                    (str(a["name"]), count(a["tokens_count"]), count(a["items_count"])) for a in areas
+                ),
+                numeric=(False, True, True),
+                caption="Items pair tokens within one area; no item crosses areas.",
+            )
+        )
+    if plan:
+        blocks.append(
+            Facts(
+                (
+                    ("Ballots n_b", count(plan["ballot_count"])),
+                    ("Fraction kept α", _setting(plan["keep_fraction"])),
+                    ("Appearances per item per ballot M", count(plan["appearances"])),
+                    ("Comparisons planned N_comp (Lombardo et al. Eq. 3)", count(plan["total_comparisons"])),
+                    (
+                        "Appearances of a top item M_top = n_b·M (Eq. 4)",
+                        f"{count(plan['top_appearances'])}, against M_unif = {number(plan['uniform_appearances'])} "
+                        "for a uniform plan of the same cost",
+                    ),
+                    (
+                        "Voting time estimated (Eq. 10)",
+                        f"{_duration(plan.get('cost_seconds'))} at {_setting(plan.get('seconds_per_comparison'))} s "
+                        "per comparison",
+                    ),
+                )
+            )
+        )
+        if plan.get("warnings"):
+            blocks.append(Items(tuple(f"Plan warning (§2.7): {w}" for w in plan["warnings"])))
+    blocks.append(_ballot_table(plan, procedure.get("ballots") or []))
+    cap = procedure.get("votes_per_annotator_per_ballot")
+    dates = procedure.get("dates") or {}
+    blocks.append(
+        Facts(
+            (
+                (
+                    "Lease",
+                    f"{count(procedure.get('lease_seconds'))} s: a comparison not voted in time returns to the pool",
+                ),
+                (
+                    "Cap per annotator",
+                    f"at most {count(cap)} votes per ballot"
+                    if cap
+                    else "none: an annotator may vote until a ballot runs out",
+                ),
+                ("Repeats", "no annotator judges the same pair of items twice"),
+                ("Created", _date(dates.get("created"))),
+                ("Started", _date(dates.get("started"))),
+                ("Finished", _date(dates.get("finished")) if dates.get("finished") else "not yet"),
+                ("Annotators (with votes in closed ballots)", count(procedure.get("annotators"))),
+                ("Votes measured (in closed ballots)", count(procedure.get("votes"))),
+                (
+                    "Votes per annotator (all ballots)",
+                    _summary(procedure.get("votes_per_annotator"), show=_amount),
+                ),
+                (
+                    "Response time per vote (all ballots)",
+                    _summary(procedure.get("response_ms"), show=_milliseconds),
+                ),
+            )
+        )
+    )
+    return Section("procedure", "1. Measurement procedure", "Welty §5.1", tuple(blocks))
+
+
+def _ballot_table(plan: Mapping | None, ballots: Sequence[Mapping]) -> Table:
+    """One row per planned ballot: N(k) and comparisons from the plan, then what happened."""
+    by_number = {b["number"]: b for b in ballots}
+    planned = len(plan["sizes"]) if plan else 0
+    rows = []
+    for number_ in range(1, max(planned, max(by_number, default=0)) + 1):
+        ballot = by_number.get(number_, {})
+        size = count(plan["sizes"][number_ - 1]) if number_ <= planned else "—"
+        comparisons = ballot.get("comparison_count")
+        if comparisons is None and number_ <= planned:
+            comparisons = plan["comparisons"][number_ - 1]
+        kept = count(plan["sizes"][number_]) if number_ < planned else "—"
+        rows.append(
+            (
+                str(number_),
+                size,
+                count(comparisons),
+                kept,
+                str(ballot.get("status", "not opened")),
+                count(ballot["votes_recorded"]) if ballot else "—",
+                number(ballot.get("rescale_slope"), 4) if ballot.get("rescale_slope") is not None else "—",
+                _date(ballot.get("opened_at"), zone=False),
+                _date(ballot.get("closed_at"), zone=False),
+            )
+        )
+    return Table(
+        header=(
+            "Ballot k",
+            "Items N(k) (Eq. 2)",
+            "Comparisons ⌈M·N(k)/2⌉",
+            "Kept for k+1",
+            "State",
+            "Votes",
+            "b̂(k) (Eq. 6)",
+            "Opened (UTC)",
+            "Closed (UTC)",
+        ),
+        rows=tuple(rows),
+        numeric=(True, True, True, True, False, True, True, False, False),
+        caption="The plan per ballot and what happened; b̂(k) maps the win ratios of ballot k onto the scale of the earlier ones.",
+    )
+
+
+def _principle(card: Mapping) -> Section:
+    blocks = [
+        Paragraph(str(card.get("principle") or "")),
+        Paragraph(
+            "Indication (Welty §5.3): the score ȳ of each item, between 0 and 1 (Lombardo et al. Eq. 5): the mean "
+            "over the ballots an item reached of its win ratio x = (wins + ties/2)/appearances (Eq. 1), each later "
+            "ballot rescaled onto the first one's scale by y = 1 − b̂ + b̂·x (Eq. 6). The final ranking orders the "
+            "items by ȳ; a model is measured by its weighted rank correlation with it (ρ_w, τ_w, Eq. 8–9)."
+        ),
+        Paragraph(
+            "The principle assumes that people perceive the relatedness of two words consistently enough for a "
+            "crowd's majority to order two items the same way. Which items are shown together, and in which order, "
+            "can prime the annotators: they are part of this instrument (Welty §5.2)."
+        ),
+    ]
+    return Section("principle", "2. Principle of measurement", "Welty §5.2", tuple(blocks))
+
+
+def _precision(card: Mapping, labels: Mapping[int, str], plots: bool) -> Section:
+    precision = card.get("precision")
+    blocks: list = [
+        Paragraph(
+            "Precision is the closeness of agreement between replicate measurements of the same items (Welty §5.6), "
+            "given here as each item's standard deviation (SD) of ȳ."
+        )
+    ]
+    if not precision:
+        blocks.append(_not_yet("precision"))
+        return Section("precision", "3. Precision", "Welty §5.6", tuple(blocks))
+    quartiles = precision.get("sd_quantiles")
+    items = precision.get("items") or []
+    blocks.append(
+        Facts(
+            (
+                (
+                    "Method",
+                    f"{precision.get('method')}; every replicate re-scored by Lombardo et al. Eq. 1, 6 and 5",
+                ),
+                ("Bootstrap replicates B", count(precision.get("replicates"))),
+                (
+                    "Items with a measured SD",
+                    f"{count(quartiles['count']) if quartiles else 0} of {count(len(items))}",
+                ),
+                ("Mean SD of ȳ (mean standard error)", number(precision.get("mean_sd"))),
+                (
+                    "SD quartiles (min, Q1, median, Q3, max)",
+                    ", ".join(number(quartiles[k]) for k in ("min", "q1", "median", "q3", "max"))
+                    if quartiles
+                    else NOT_MEASURED,
+                ),
+            )
+        )
+    )
+    median_sd = _finite(quartiles["median"]) if quartiles else None
+    if median_sd is not None:
+        blocks.append(
+            Paragraph(
+                f"How to read it: an item's score is known to about ±2·SD (a 95% interval); at the median SD of "
+                f"{number(median_sd)} that is ±{number(2 * median_sd)} on the 0 to 1 scale of ȳ. The difference of "
+                f"two items' scores has an SD about √2 times larger, so two items closer than about 2.8·SD "
+                f"({number(2.8 * median_sd)} at the median) are not told apart by precision alone. An SD of 0 means "
+                "that every resampled vote agreed (an item that won or lost all its comparisons), not that its score "
+                "is exact; the SD is expected to be smaller near 0 and 1 (the crescent of Welty Figure 1)."
+            )
+        )
+    blocks.append(
+        Figure(
+            "precision",
+            "SD of ȳ against ȳ for every item: the precision of each score.",
+            precision_svg(card) if plots else "",
+        )
+    )
+    order = sorted(items, key=_by_score_descending)
+    blocks.append(
+        Table(
+            header=("Rank", "Item", "ȳ", "SD", "95% interval"),
+            rows=tuple(
+                (
+                    str(position),
+                    labels.get(row["index"], f"item {row['index']}"),
+                    fixed(row.get("score"), 4),
+                    number(row.get("sd")),
+                    f"{fixed(row.get('lower'))} to {fixed(row.get('upper'))}"
+                    if _finite(row.get("lower")) is not None
+                    else NOT_MEASURED,
+                )
+                for position, row in enumerate(order, start=1)
+            ),
+            numeric=(True, False, True, True, True),
+            caption="Every item by score, with the SD and the 2.5 and 97.5 percentiles of its bootstrap replicates.",
+            collapsed=True,
+        )
+    )
+    return Section("precision", "3. Precision", "Welty §5.6", tuple(blocks))
+
+
+def _by_score_descending(row: Mapping) -> tuple[float, int]:
+    score = _finite(row.get("score"))
+    return (-score if score is not None else math.inf, row["index"])
+
+
+def _repeatability(card: Mapping) -> Section:
+    repeatability = card.get("repeatability")
+    blocks: list = [
+        Paragraph(
+            "Repeatability is the agreement between measurements of the same items under the same conditions: the "
+            "same procedure and the same kind of crowd, in the short term (Welty §5.7). It is measured within this "
+            "study, in two ways."
+        )
+    ]
+    if not repeatability:
+        blocks.append(_not_yet("repeatability"))
+        return Section("repeatability", "4. Repeatability", "Welty §5.7", tuple(blocks))
+    halves = repeatability.get("split_half")
+    if halves:
+        blocks.append(
+            Facts(
+                (
+                    ("Split-half splits", count(halves.get("splits"))),
+                    (
+                        "Spearman ρ between halves (mean ± SD)",
+                        _plus_minus(halves["rho"]["mean"], halves["rho"]["sd"]),
+                    ),
+                    ("ρ corrected by Spearman-Brown 2r/(1+r)", number(halves["rho"]["spearman_brown"])),
+                    (
+                        "Weighted ρ_w between halves, n0 = 2 (mean ± SD)",
+                        _plus_minus(halves["rho_w"]["mean"], halves["rho_w"]["sd"]),
+                    ),
+                    ("ρ_w corrected by Spearman-Brown", number(halves["rho_w"]["spearman_brown"])),
+                )
+            )
+        )
+        blocks.append(
+            Paragraph(
+                "Split-half reliability: the annotators are split at random into two halves, the items are scored "
+                "from each half's votes alone (the ballots' items as the study ran them), and the two rankings are "
+                "correlated; this is repeated for every split. The Spearman-Brown value estimates the reliability of "
+                "the whole crowd: the correlation to expect between this study and a repetition with as many "
+                "annotators. ρ_w weighs the top ranks, where the adaptive plan puts most of its votes; read it against "
+                "the chance level of section 7, not against 0. A ρ_w well below ρ says that the order at the top is "
+                "less repeatable than the order overall."
+            )
+        )
+    else:
+        blocks.append(
+            Paragraph(
+                "Split-half reliability: not measured: it needs at least two annotators with votes in closed ballots."
+            )
+        )
+    alpha = repeatability.get("krippendorff_alpha")
+    if alpha:
+        blocks.append(
+            Facts(
+                (
+                    ("Krippendorff's α (nominal: left item, right item, tie)", number(alpha.get("alpha"))),
+                    ("Item pairs judged more than once", count(alpha.get("pairs"))),
+                    ("Votes on those pairs", count(alpha.get("votes"))),
+                )
+            )
+        )
+        blocks.append(
+            Paragraph(
+                "How to read α: 1 is perfect agreement, 0 is agreement at chance level. Welty et al. report α = 0.59 "
+                "for WS353 and 0.6 as a usual threshold for publishable linguistic data. In an adaptive study, "
+                "however, the pairs judged more than once are mostly top items compared again in the last ballots, "
+                "the hardest ones to tell apart: α here describes those pairs, not the whole instrument, and is "
+                f"computed from {count(alpha.get('pairs'))} pairs only."
+            )
+        )
+    else:
+        blocks.append(
+            Paragraph(
+                "Krippendorff's α: not measured: it needs at least two pairs of items judged more than once, with "
+                "votes in more than one category. With many items and few comparisons per item the schedules rarely "
+                "repeat a pair; the split-half reliability above covers repeatability instead."
+            )
+        )
+    return Section("repeatability", "4. Repeatability", "Welty §5.7", tuple(blocks))
+
+
+def _reproducibility(card: Mapping) -> Section:
+    entries = card.get("reproducibility") or []
+    blocks: list = [
+        Paragraph(
+            "Reproducibility is the agreement between measurements of the same items under changed conditions: "
+            "another run of the same procedure with another crowd, at another time (Welty §5.8). It is measured "
+            "against every finished replication over the same items: a duplicate of this study, or the study it "
+            "duplicates."
+        )
+    ]
+    if not entries:
+        blocks.append(
+            Paragraph(
+                "No finished replication: duplicate the study to measure it (same tokens, items and plan), run the "
+                "copy with a new crowd, and this section compares the two."
+            )
+        )
+        return Section("reproducibility", "5. Reproducibility", "Welty §5.8", tuple(blocks))
+    blocks.append(
+        Table(
+            header=(
+                "Replication",
+                "Items",
+                "ρ",
+                "ρ_w",
+                "τ_w",
+                "Mean |Δȳ|",
+                "Mean SD here",
+                "Mean SD there",
+                "SD ratio",
+                "SD correlation",
+            ),
+            rows=tuple(
+                (
+                    f"{entry.get('name', '')} ({entry.get('study', '')})",
+                    count(entry.get("items")),
+                    number(entry.get("rho")),
+                    number(entry.get("rho_w")),
+                    number(entry.get("tau_w")),
+                    number(entry.get("mean_absolute_difference")),
+                    number(entry.get("mean_sd_a")),
+                    number(entry.get("mean_sd_b")),
+                    number(entry.get("sd_ratio")),
+                    number(entry.get("sd_correlation")),
+                )
+                for entry in entries
+            ),
+            numeric=(False,) + (True,) * 9,
+            caption="Rank agreement of the two studies' scores (ρ_w, τ_w with n0 = 2) and how the per-item uncertainty changed.",
+        )
+    )
+    blocks.append(
+        Paragraph(
+            "How to read it: ρ, ρ_w and τ_w near 1 mean the two runs order the items alike; read ρ_w and τ_w against "
+            "the chance level below, not against 0. An SD ratio above 1 means the replication measured less precisely "
+            "than this study; a low SD correlation means the items that are hard to score differ between the runs."
+        )
+    )
+    return Section("reproducibility", "5. Reproducibility", "Welty §5.8", tuple(blocks))
+
+
+def agreement_at(curve: Mapping, threshold: float) -> tuple[float | None, int]:
+    """(agreement, pairs counted) of the resolution curve at score difference ``threshold``: over the
+    compared pairs with |Δȳ| ≥ threshold."""
+    thresholds = list(curve.get("threshold") or [])
+    position = bisect.bisect_left(thresholds, threshold)
+    if position >= len(thresholds):
+        return None, 0
+    return curve["agreement"][position], int(curve["pairs"][position])
+
+
+def _resolution(card: Mapping, plots: bool) -> Section:
+    resolved = card.get("resolution")
+    blocks: list = [
+        Paragraph(
+            "Resolution is the smallest change the instrument detects (Welty §5.9). For every pair of items that "
+            "annotators compared directly, the majority of its votes is set against the order of the two items' "
+            "scores; at a threshold t the agreement is the share of those pairs with |Δȳ| ≥ t whose majority prefers "
+            "the higher-scored item (a pair without a majority counts as a disagreement, as Welty counts “equally "
+            "similar”). The resolution is the smallest t at which the agreement reaches 95%."
+        )
+    ]
+    if not resolved:
+        blocks.append(_not_yet("resolution"))
+        return Section("resolution", "6. Resolution", "Welty §5.9", tuple(blocks))
+    value = _finite(resolved.get("resolution"))
+    target = _finite(resolved.get("target")) or 0.95
+    compared = resolved.get("compared_pairs") or 0
+    total = resolved.get("item_pairs_total")
+    above = resolved.get("item_pairs_above_resolution")
+    facts = [
+        (
+            "Resolution",
+            f"{number(value)} on the ȳ scale, at {percent(target, 0)} agreement"
+            if value is not None
+            else "undefined",
+        ),
+        ("Compared item pairs with different scores", count(compared)),
+        ("Agreement over all compared pairs (t = 0)", percent(resolved.get("overall_agreement"))),
+    ]
+    if value is not None and total:
+        facts.append(
+            (
+                "Item pairs at least the resolution apart",
+                f"{count(above)} of {count(total)} ({percent(above / total)})",
+            )
+        )
+    blocks.append(Facts(tuple(facts)))
+    if value is not None:
+        blocks.append(
+            Paragraph(
+                f"How to read it: two items whose scores differ by less than {number(value)} may be interchangeable "
+                f"in rank; the instrument cannot tell them apart. Of all {count(total)} pairs of items, "
+                f"{count(above)} lie at least that far apart: only their order is backed by the votes at this level."
+            )
+        )
+    elif compared == 0:
+        blocks.append(
+            Paragraph(
+                "Undefined: no compared pair of items has two different scores yet, so there is nothing to set the votes against."
+            )
+        )
+    else:
+        blocks.append(
+            Paragraph(
+                f"Undefined: the agreement does not reach {percent(target, 0)} at any threshold; even the most distant "
+                "compared pairs disagree with the scores too often. The ranking is not resolved at this level."
+            )
+        )
+    curve = resolved.get("curve") or {}
+    if curve.get("threshold"):
+        rows = []
+        thresholds = sorted(
+            {t for t in AGREEMENT_THRESHOLDS if t <= curve["threshold"][-1]}
+            | ({value} if value is not None else set())
+        )
+        for threshold in thresholds:
+            agreement, pairs = agreement_at(curve, threshold)
+            rows.append(
+                (
+                    number(threshold) + (" (resolution)" if threshold == value else ""),
+                    count(pairs),
+                    percent(agreement),
+                )
+            )
+        blocks.append(
+            Table(
+                header=("Threshold t", "Compared pairs with |Δȳ| ≥ t", "Agreement"),
+                rows=tuple(rows),
+                numeric=(True, True, True),
+                caption="The agreement curve at a few thresholds.",
+            )
+        )
+        blocks.append(
+            Figure(
+                "resolution",
+                "Agreement between the vote majority and the score order against the threshold t, with the 95% line.",
+                resolution_svg(card) if plots else "",
+            )
+        )
+    blocks.append(
+        Paragraph(
+            "Caveats: the compared pairs are the comparisons the schedule drew, not a sample spread evenly over score "
+            "differences as in Welty's WS353res; in an adaptive study they concentrate among top items in the last "
+            "ballots. And the same votes made the scores, so the agreement is measured in-sample and is optimistic; a "
+            "replication (section 5) gives an independent check."
+        )
+    )
+    return Section("resolution", "6. Resolution", "Welty §5.9", tuple(blocks))
+
+
+def _chance(card: Mapping) -> Section:
+    chance = card.get("chance")
+    blocks: list = [
+        Paragraph(
+            "Weighted rank coefficients do not average zero between unrelated rankings: the weights of Lombardo et "
+            f"al. Eq. 9 depend on both rankings ({CHANCE_PAPER}). These are their mean and SD between this study's "
+            "ranking and random permutations of it."
+        )
+    ]
+    if not chance:
+        blocks.append(_not_yet("the chance level"))
+        return Section("chance", "7. Chance level", "Lombardo et al. Eq. 8–9", tuple(blocks))
+    items = (card.get("procedure") or {}).get("items")
+    rho_w, tau_w = chance.get("rho_w") or {}, chance.get("tau_w") or {}
+    blocks.append(
+        Facts(
+            (
+                ("ρ_w of unrelated rankings (mean ± SD)", _plus_minus(rho_w.get("mean"), rho_w.get("sd"))),
+                ("τ_w of unrelated rankings (mean ± SD)", _plus_minus(tau_w.get("mean"), tau_w.get("sd"))),
+                ("Items", count(items)),
+                ("Weight offset n0, f(n) = 1/(n + n0)²", _setting(chance.get("weight_offset"))),
+                ("Random permutations", count(chance.get("draws"))),
+            )
+        )
+    )
+    reach = []
+    for name, level in (("ρ_w", rho_w), ("τ_w", tau_w)):
+        mean, sd = _finite(level.get("mean")), _finite(level.get("sd"))
+        if mean is not None and sd is not None:
+            reach.append(f"{name} above about {number(mean + 2 * sd)}")
+    blocks.append(
+        Paragraph(
+            "Remember: a model's ρ_w or τ_w on this study must be read against this level, not against 0. A "
+            "coefficient is evidence of agreement with the crowd only as far as it exceeds the chance mean by a few "
+            "SD" + (f" ({'; '.join(reach)}, the mean + 2·SD)" if reach else "") + "."
+        )
+    )
+    return Section("chance", "7. Chance level", "Lombardo et al. Eq. 8–9", tuple(blocks))
+
+
+def _citation(card: Mapping) -> Section:
+    study = card.get("study") or {}
+    procedure = card.get("procedure") or {}
+    dates = procedure.get("dates") or {}
+    period = f"{_date(dates.get('started'))} to {_date(dates.get('finished')) if dates.get('finished') else 'still running'}"
+    blocks = [
+        Paragraph(
+            f"How to cite: “{study.get('name', '')}” ({study.get('slug', '')}), Yardstick instrument card version "
+            f"{card.get('version')}, {count(procedure.get('items'))} items ranked from {count(procedure.get('votes'))} "
+            f"votes by {count(procedure.get('annotators'))} annotators, collected {period}. Cite {LOMBARDO} for the "
+            f"adaptive procedure and the scores, and {WELTY} for this characterisation. Report a model's coefficient "
+            "with its interval and beside the chance level of this card."
+        ),
+        Items(
+            (
+                "What it cannot tell: the true relatedness of two words. There is no true value to compare with, so "
+                "the accuracy of the scores is not a quantity (Welty §5.4 and §5.5); the scores are this crowd's "
+                "consensus under this procedure.",
+                "Whether the scores measure what they are meant to (validity), or how another population of "
+                "annotators would rank the items.",
+                "The precision holds fixed which items each ballot held: it leaves out the chance that an item was "
+                "dropped too early (premature loss, Lombardo et al. §2.7), so items outside the last ballot are less "
+                "certain than their SD says.",
+                "The resolution is measured on the pairs the schedule compared, with the votes that made the scores "
+                "(section 6); reproducibility only as far as replications exist (section 5).",
+                "Any change to the question, the instructions, the tokens or the plan makes a new instrument: its "
+                "card must be measured again.",
+            )
+        ),
+    ]
+    return Section("citation", "8. How to cite, and what it cannot tell", "", tuple(blocks))
+
+
+# --- plots -----------------------------------------------------------------------------------------
+
+
+def precision_svg(card: Mapping) -> str:
+    """SD of ȳ (up) against ȳ (across) for every item, with the mean SD as a line (Welty Figure 1)."""
+    items = (card.get("precision") or {}).get("items") or []
+    score = np.array([_finite(row.get("score")) for row in items], dtype=np.float64)
+    sd = np.array([_finite(row.get("sd")) for row in items], dtype=np.float64)
+    lines = []
+    mean_sd = _finite((card.get("precision") or {}).get("mean_sd"))
+    if mean_sd is not None:
+        lines.append(Line(label=f"mean SD = {number(mean_sd)}", x1=0.0, y1=mean_sd, x2=1.0, y2=mean_sd))
+    measured = int((np.isfinite(score) & np.isfinite(sd)).sum())
+    return scatter_svg(
+        title="Precision: SD of each item's score",
+        x_label="score ȳ",
+        y_label="SD of ȳ (bootstrap)",
+        series=[Series(label=f"items ({measured})", x=score, y=sd, color=PALETTE[0], radius=2.5)],
+        lines=lines,
+        x_limits=(0.0, 1.0),
+        y_limits=(0.0, max(float(np.nanmax(sd)) if measured else 0.1, 0.05)),
+    )
+
+
+def resolution_svg(card: Mapping) -> str:
+    """Agreement (up) against the score-difference threshold t (across), with the 95% line."""
+    resolved = card.get("resolution") or {}
+    curve = resolved.get("curve") or {}
+    threshold = np.asarray(curve.get("threshold") or [], dtype=np.float64)
+    agreement = np.array([_finite(v) for v in curve.get("agreement") or []], dtype=np.float64)
+    if threshold.size > CURVE_POINTS:  # keep the first and last points, thin evenly in between
+        keep = np.unique(np.linspace(0, threshold.size - 1, CURVE_POINTS).round().astype(np.int64))
+        threshold, agreement = threshold[keep], agreement[keep]
+    target = _finite(resolved.get("target")) or 0.95
+    right = float(threshold.max()) if threshold.size else 1.0
+    lines = [
+        Line(label=f"{percent(target, 0)} agreement", x1=0.0, y1=target, x2=right, y2=target, color="#CC6677")
+    ]
+    value = _finite(resolved.get("resolution"))
+    if value is not None:
+        lines.append(
+            Line(label=f"resolution = {number(value)}", x1=value, y1=0.0, x2=value, y2=1.0, color="#117733")
+        )
+    return scatter_svg(
+        title="Resolution: agreement against score difference",
+        x_label="threshold t: compared pairs with |Δȳ| ≥ t",
+        y_label="agreement of vote majority and score order",
+        series=[
+            Series(
+                label=f"agreement ({threshold.size} points)",
+                x=threshold,
+                y=agreement,
+                color=PALETTE[0],
+                radius=2.0,
+            )
+        ],
+        lines=lines,
+        x_limits=(0.0, right),
+        y_limits=(0.0, 1.0),
+    )
+
+
+# --- Markdown --------------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _markdown_block(block) -> list[str]:
+    if isinstance(block, Paragraph):
+        return [block.text]
+    if isinstance(block, Quote):
+        lines = [f"{block.label}:"] if block.label else []
+        return lines + ["\n".join("> " + line if line else ">" for line in block.text.splitlines() or [""])]
+    if isinstance(block, Facts):
+        return ["\n".join(f"- **{label}**: {value}" for label, value in block.rows)]
+    if isinstance(block, Items):
+        return ["\n".join(f"- {entry}" for entry in block.entries)]
+    if isinstance(block, Table):
+        lines = ["| " + " | ".join(_cell(h) for h in block.header) + " |"]
+        lines.append("|" + "|".join("---:" if numeric else "---" for numeric in block.numeric) + "|")
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
+        return ([f"*{block.caption}*"] if block.caption else []) + ["\n".join(lines)]
+    if isinstance(block, Figure):
+        return [f"*Figure on the card's web page: {block.caption}*"]
+    raise TypeError(f"unknown block {block!r}")
+
+
+def card_markdown(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> str:
+    """The instrument card as a Markdown datasheet: procedure, principle, precision, repeatability,
+    reproducibility, resolution, chance level, and how to cite it. Long per-item tables go to an
+    appendix at the end."""
+    document = card_document(card, item_labels=item_labels)
+    parts = [f"# Instrument card: {document.title}"]
+    parts.append(f"Study `{document.slug}`, status **{document.status}**, card version {document.version}.")
+    parts += [f"> **{notice}**" for notice in document.notices]
+    appendix = []
+    for section in document.sections:
+        parts.append(f"## {section.heading}")
+        for block in section.blocks:
+            if isinstance(block, Table) and block.collapsed:
+                appendix.append((section, block))
+                parts.append(f"*{block.caption} See the appendix.*")
+                continue
+            parts += _markdown_block(block)
+    if appendix:
+        parts.append("## Appendix")
+        for section, block in appendix:
+            parts.append(f"### {section.title}: per item")
+            parts += _markdown_block(block)
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,90 @@
+"""The instrument card of a study: a public page, and downloads as Markdown and JSON.
+
+/models/studies/<slug>/card/ (HTML with two SVG plots), …/card.md and …/card.json. The card is
+computed by ``metrics.services.instrument_card`` (cached until the study changes; about 3 s for 990
+items when it is not). A draft has no card yet: the page says so and the downloads answer 409.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from collection.models import Study
+from metrics import card as datasheet
+from metrics.services import instrument_card
+
+DRAFT_MESSAGE = (
+    "Study {slug!r} is a draft: nothing has been measured yet. Its instrument card exists once the study has "
+    "started; it fills in as ballots close."
+)
+
+
+def card_page(request, slug: str):
+    """The card as a datasheet page, with the precision and resolution plots."""
+    study = get_object_or_404(Study, slug=slug)
+    if study.is_draft:
+        return render(request, "metrics/card.html", {"study": study, "draft": True})
+    card = instrument_card(study=study)
+    document = datasheet.card_document(card, item_labels=_item_labels(study), plots=True)
+    return render(request, "metrics/card.html", {"study": study, "draft": False, "document": document})
+
+
+def card_markdown(request, slug: str):
+    """The card as a Markdown file."""
+    study = get_object_or_404(Study, slug=slug)
+    if study.is_draft:
+        return _draft_response(study)
+    text = datasheet.card_markdown(instrument_card(study=study), item_labels=_item_labels(study))
+    return _download(text, "text/markdown; charset=utf-8", f"{study.slug}-instrument-card.md")
+
+
+def card_json(request, slug: str):
+    """The card dict as a JSON file: numpy values made plain, non-finite numbers null."""
+    study = get_object_or_404(Study, slug=slug)
+    if study.is_draft:
+        return _draft_response(study)
+    text = json.dumps(_plain(instrument_card(study=study)), ensure_ascii=False, allow_nan=False, indent=1)
+    return _download(text + "\n", "application/json", f"{study.slug}-instrument-card.json")
+
+
+def _item_labels(study: Study) -> dict[int, str] | None:
+    """Tokens of each item, for a finished study only: a running study's current order stays unnamed,
+    so that annotators reading the public card are not primed by it."""
+    if study.status != Study.Status.FINISHED:
+        return None
+    return {
+        index: f"{a} – {b}"
+        for index, a, b in study.items.values_list("index", "token_a__text", "token_b__text")
+    }
+
+
+def _draft_response(study: Study) -> HttpResponse:
+    return HttpResponse(
+        DRAFT_MESSAGE.format(slug=study.slug) + "\n", status=409, content_type="text/plain; charset=utf-8"
+    )
+
+
+def _download(text: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text.encode("utf-8"), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _plain(value):
+    """JSON-ready copy: numpy scalars and arrays as Python values, NaN and infinities as None."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
