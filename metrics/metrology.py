@@ -195,8 +195,15 @@ def split_half_reliability(
     annotators at random into two halves, score the items from each half's votes alone, and
     correlate the two rankings (Spearman ρ and ρ_w) over the items both halves measured.
 
-    Returns the mean and SD over splits of ρ and ρ_w, their Spearman-Brown corrections
-    (reliability of the full crowd) and the per-split values.
+    The ballots' design is held fixed, and so is the ballot each item reached: each half ranks its
+    items by (last ballot reached, ȳ of the half). Ranking by ȳ alone would let an item dropped in
+    ballot 1, scored by a handful of lucky votes in one half, top that half's ranking — noise the
+    study's own ranking does not have, since it dropped that item on all of its votes. The ballot-1
+    scores x(1), which every item has and which no selection preceded, are also correlated between
+    the halves (``ballot_one_rho``): an unconditional check of the first, uniform stage.
+
+    Returns the mean and SD over splits of ρ and ρ_w (and of ρ on x(1)), their Spearman-Brown
+    corrections (reliability of the full crowd) and the per-split values.
     """
     if annotator_count < 2:
         raise ValueError("split-half reliability needs at least two annotators")
@@ -207,20 +214,31 @@ def split_half_reliability(
         halves[split, rng.permutation(annotator_count)[: annotator_count // 2]] = True
     first = [halves[:, ballot.annotator].astype(np.float64) for ballot in ballots]
     second = [1.0 - m for m in first]
-    scores_first = replicate_scores(ballots, item_count, first)
-    scores_second = replicate_scores(ballots, item_count, second)
+    reached = np.zeros(item_count)
+    for number, ballot in enumerate(ballots, start=1):
+        reached[ballot.items] = number
+    # Scores stay within a few units of [0, 1] (Eq. 6: y ≤ 1 since b ≥ 0); 10 per ballot keeps tiers apart.
+    scores_first = replicate_scores(ballots, item_count, first) + 10.0 * reached
+    scores_second = replicate_scores(ballots, item_count, second) + 10.0 * reached
+    first_ballot = replicate_scores(ballots[:1], item_count, first[:1])
+    second_ballot = replicate_scores(ballots[:1], item_count, second[:1])
     rho = np.full(splits, np.nan)
     rho_w = np.full(splits, np.nan)
+    ballot_one_rho = np.full(splits, np.nan)
     for split in range(splits):
         both = np.isfinite(scores_first[split]) & np.isfinite(scores_second[split])
-        if both.sum() < 3:
-            continue
-        ranks_first = ranks_from_scores(scores_first[split, both])
-        ranks_second = ranks_from_scores(scores_second[split, both])
-        rho[split] = spearman(ranks_first, ranks_second)
-        rho_w[split] = weighted_spearman(ranks_first, ranks_second, weight_offset)
+        if both.sum() >= 3:
+            ranks_first = ranks_from_scores(scores_first[split, both])
+            ranks_second = ranks_from_scores(scores_second[split, both])
+            rho[split] = spearman(ranks_first, ranks_second)
+            rho_w[split] = weighted_spearman(ranks_first, ranks_second, weight_offset)
+        both = np.isfinite(first_ballot[split]) & np.isfinite(second_ballot[split])
+        if both.sum() >= 3:
+            ballot_one_rho[split] = spearman(
+                ranks_from_scores(first_ballot[split, both]), ranks_from_scores(second_ballot[split, both])
+            )
     result = {"splits": splits, "rho_per_split": rho, "rho_w_per_split": rho_w}
-    for name, values in (("rho", rho), ("rho_w", rho_w)):
+    for name, values in (("rho", rho), ("rho_w", rho_w), ("ballot_one_rho", ballot_one_rho)):
         finite = values[np.isfinite(values)]
         mean = float(finite.mean()) if finite.size else None
         result[name] = {
@@ -277,7 +295,8 @@ def resolution(pair_low, pair_high, winner_is_low, score, target: float = 0.95) 
     difference = score[unit_low] - score[unit_high]  # > 0: the lower-index item scores higher
     measured = np.isfinite(difference) & (difference != 0.0)
     majority = np.sign(low_votes - high_votes)[measured]  # +1 low preferred, -1 high, 0 none
-    distance = np.abs(difference[measured])
+    # Differences equal but for floating-point noise (sums of 1/M steps) count as one threshold.
+    distance = np.round(np.abs(difference[measured]), 12)
     agrees = majority == np.sign(difference[measured])
 
     order = np.argsort(-distance, kind="stable")

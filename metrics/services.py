@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from collection.models import Ballot, Item, Study, Vote
 from collection.services import ServiceError, StudyStateError
@@ -130,10 +130,13 @@ def study_fingerprint(*, study: Study) -> str:
     return f"{study.status}:{closed}:{votes['count']}:{votes['last']}"
 
 
-def _cached(study: Study, kind: str, parameters: dict, compute, *, with_array: bool = False):
-    """A StudyFigure for the study's current fingerprint: read it, or compute and store it."""
+def _cached(
+    study: Study, kind: str, parameters: dict, compute, *, with_array: bool = False, depends_on: str = ""
+):
+    """A StudyFigure for the study's current fingerprint (plus ``depends_on``): read it, or compute
+    and store it."""
     key = kind + ":" + json.dumps(parameters, sort_keys=True)
-    fingerprint = study_fingerprint(study=study)
+    fingerprint = study_fingerprint(study=study) + depends_on
     figure = StudyFigure.objects.filter(study=study, key=key).first()
     if figure is not None and figure.fingerprint == fingerprint:
         return (figure.value, _load_array(figure.array)) if with_array else figure.value
@@ -492,7 +495,15 @@ CARD_VERSION = 1
 
 def instrument_card(*, study: Study) -> dict:
     """The metrology datasheet of a study (Welty §5), cached until the study changes."""
-    return _cached(study, "card", {"version": CARD_VERSION}, lambda: _compute_card(study))
+    replications = Study.objects.filter(
+        Q(duplicated_from=study) | Q(pk=study.duplicated_from_id), status=Study.Status.FINISHED
+    ).values_list("pk", "finished_at")
+    depends_on = "|replications:" + ",".join(
+        f"{pk}@{finished.isoformat()}" for pk, finished in sorted(replications)
+    )
+    return _cached(
+        study, "card", {"version": CARD_VERSION}, lambda: _compute_card(study), depends_on=depends_on
+    )
 
 
 def _compute_card(study: Study) -> dict:

@@ -313,11 +313,6 @@ def test_a_finished_duplicate_reports_reproducibility(client, finished_study):
     assert "No finished replication" not in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="services.study_fingerprint covers only the study's own votes: a replication finishing later does "
-    "not refresh the original's cached card",
-)
 def test_the_original_card_learns_of_a_replication_that_finishes_later(finished_study):
     assert instrument_card(study=finished_study)["reproducibility"] == []
     replication = study_duplicate(study=finished_study)
