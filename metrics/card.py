@@ -565,6 +565,20 @@ def _repeatability(card: Mapping) -> Section:
                         _plus_minus(halves["rho_w"]["mean"], halves["rho_w"]["sd"]),
                     ),
                     ("ρ_w corrected by Spearman-Brown", number(halves["rho_w"]["spearman_brown"])),
+                    *(
+                        (
+                            (
+                                "Ballot 1 only: Spearman ρ of x(1) between halves (mean ± SD)",
+                                _plus_minus(halves["ballot_one_rho"]["mean"], halves["ballot_one_rho"]["sd"]),
+                            ),
+                            (
+                                "Ballot 1 ρ corrected by Spearman-Brown",
+                                number(halves["ballot_one_rho"]["spearman_brown"]),
+                            ),
+                        )
+                        if halves.get("ballot_one_rho")
+                        else ()
+                    ),
                 )
             )
         )
@@ -572,7 +586,10 @@ def _repeatability(card: Mapping) -> Section:
             Paragraph(
                 "Split-half reliability: the annotators are split at random into two halves, the items are scored "
                 "from each half's votes alone (the ballots' items as the study ran them), and the two rankings are "
-                "correlated; this is repeated for every split. The Spearman-Brown value estimates the reliability of "
+                "correlated; this is repeated for every split. Each half ranks items by the ballot they reached, then "
+                "by their score: the selection of survivors is part of the design held fixed, so these figures are "
+                "conditional on it and read high at the top; the ballot-1 figure, over every item before any "
+                "selection, is the unconditional check. The Spearman-Brown value estimates the reliability of "
                 "the whole crowd: the correlation to expect between this study and a repetition with as many "
                 "annotators. ρ_w weighs the top ranks, where the adaptive plan puts most of its votes; read it against "
                 "the chance level of section 7, not against 0. A ρ_w well below ρ says that the order at the top is "
