@@ -490,7 +490,7 @@ def annotator_view(*, study: Study) -> dict:
 
 # --- the instrument card -------------------------------------------------------------------------
 
-CARD_VERSION = 1
+CARD_VERSION = 2
 
 
 def instrument_card(*, study: Study) -> dict:
@@ -614,6 +614,8 @@ def _compute_card(study: Study) -> dict:
             "splits": halves["splits"],
             "rho": halves["rho"],
             "rho_w": halves["rho_w"],
+            "ballot_one_rho": halves["ballot_one_rho"],
+            "ranking": "by ballot reached, then by the half's score ȳ",
         }
     units, counts = pair_value_counts(votes.pair_low, votes.pair_high, votes.winner_is_low)
     if units.size >= 2 and (counts.sum(axis=0) > 0).sum() >= 2:
