@@ -5,12 +5,16 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from config.views import health
+from metrics.api import TokenObtainView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("s/", include("collection.urls")),
+    path("api/auth/token/", TokenObtainView.as_view(), name="api-token"),
     path("api/", include("collection.api_urls")),
+    path("api/", include("metrics.api_urls")),
     path("studies/", include("scoring.urls")),
+    path("models/", include("metrics.urls")),
     path("healthz/", health, name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its initialiser as a separate script: no inline JavaScript.

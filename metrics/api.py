@@ -1,0 +1,479 @@
+"""The metrics REST API: model owners list a finished study's pairs, submit their model's scores and
+read the evaluations; anyone reads the leaderboard and the per-annotator view.
+
+Views stay thin: validate the request, call one service, serialize what it returns. Every 4xx body
+is ``{"detail": message}``, with ``"errors"`` listing the first offending rows or fields.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import APIException, NotAuthenticated, NotFound, ValidationError
+from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.renderers import BaseRenderer
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from collection.models import Study
+from collection.serializers import ErrorSerializer
+from collection.services import ServiceError, StudyStateError
+from metrics import services
+from metrics.models import Submission
+from metrics.serializers import (
+    AnnotatorViewSerializer,
+    AuthTokenResponseSerializer,
+    EvaluationQuerySerializer,
+    EvaluationSerializer,
+    LeaderboardQuerySerializer,
+    LeaderboardSerializer,
+    PairSerializer,
+    SubmissionCreatedSerializer,
+    SubmissionCreateSerializer,
+    SubmissionDetailSerializer,
+    SubmissionSerializer,
+    SubmissionUploadSerializer,
+)
+
+LOGIN_HINT = (
+    "log in first: send the header 'Authorization: Token <key>' (POST your username and password to "
+    "/api/auth/token/ to get the key), or log in at /models/login/"
+)
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+def _flatten(detail, prefix: str = "") -> list[str]:
+    """'field: message' lines from a DRF validation error's detail."""
+    if isinstance(detail, dict):
+        return [line for key, value in detail.items() for line in _flatten(value, f"{prefix}{key}: ")]
+    if isinstance(detail, list):
+        return [line for value in detail for line in _flatten(value, prefix)]
+    return [f"{prefix}{detail}"]
+
+
+class MetricsErrors:
+    """Every error as ``{"detail", "errors"?}``: service errors with their status, invalid fields as
+    400, and a request without credentials as 401 that says how to log in."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]  # 401 with WWW-Authenticate
+
+    def permission_denied(self, request, message=None, code=None):
+        if request.authenticators and not request.successful_authenticator:
+            raise NotAuthenticated(LOGIN_HINT)
+        super().permission_denied(request, message=message, code=code)
+
+    def handle_exception(self, exc):
+        if isinstance(exc, ServiceError):
+            body = {"detail": exc.message}
+            if exc.errors:
+                body["errors"] = exc.errors
+            return Response(body, status=exc.status)
+        if isinstance(exc, ValidationError):
+            lines = _flatten(exc.detail)
+            return Response({"detail": "; ".join(lines), "errors": lines}, status=status.HTTP_400_BAD_REQUEST)
+        return super().handle_exception(exc)
+
+
+def _study_or_404(slug: str) -> Study:
+    study = Study.objects.filter(slug=slug).first()
+    if study is None:
+        raise NotFound(f"there is no study {slug!r}; /models/ lists the finished studies")
+    return study
+
+
+def _own_submission(request, submission_id: int) -> Submission:
+    # The same answer for an unknown id and another owner's: nothing about others' submissions leaks.
+    submission = services.submissions_of(owner=request.user).filter(pk=submission_id).first()
+    if submission is None:
+        raise NotFound(f"submission {submission_id} is not one of yours; GET /api/submissions/ lists yours")
+    return submission
+
+
+def _require_finished(study: Study) -> None:
+    if study.status != Study.Status.FINISHED:
+        raise StudyStateError(
+            f"study {study.slug!r} is {study.status}: its leaderboard opens once it has finished"
+        )
+
+
+# --- token -----------------------------------------------------------------------------------------
+
+
+class TokenObtainView(ObtainAuthToken):
+    """DRF's obtain_auth_token, documented: a username and password give the user's API token."""
+
+    @extend_schema(
+        summary="Your API token, from your username and password",
+        operation_id="auth_token_create",
+        tags=["model owners"],
+        request=AuthTokenSerializer,
+        responses={
+            200: AuthTokenResponseSerializer,
+            400: OpenApiResponse(description="Wrong username or password."),
+        },
+        auth=[],
+    )
+    def post(self, request, *args, **kwargs):
+        return super().post(request, *args, **kwargs)
+
+
+# --- uploads ---------------------------------------------------------------------------------------
+
+
+class RequestTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+
+
+def _too_large(size: int) -> str:
+    limit = services.MAX_SUBMISSION_BYTES
+    return f"the file is {size:,} bytes; the limit is {limit:,} bytes (5 MiB)"
+
+
+class SubmissionJSONParser(JSONParser):
+    """JSON of at most 5 MiB; NaN and Infinity reach the service, which names their rows."""
+
+    strict = False
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = services.MAX_SUBMISSION_BYTES
+        body = stream.read(limit + 1)
+        if len(body) > limit:
+            raise RequestTooLarge(
+                f"the request body is larger than {limit:,} bytes (5 MiB); send fewer rows per model, "
+                "or scores by item id, which take less space than token pairs"
+            )
+        return super().parse(io.BytesIO(body), media_type, parser_context)
+
+
+def _submitted(request) -> dict:
+    """model_name, description, data and source_format of a JSON or multipart submission."""
+    if request.content_type.startswith("multipart/form-data"):
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ServiceError(
+                "no file received: send the CSV as the multipart form field 'file' "
+                "(with model_name), or send JSON with model_name and scores"
+            )
+        if upload.size > services.MAX_SUBMISSION_BYTES:
+            raise ServiceError(_too_large(upload.size), status=413)
+        serializer = SubmissionUploadSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        fields = serializer.validated_data
+        return {
+            "model_name": fields["model_name"],
+            "description": fields["description"],
+            "data": upload.read(),
+            "source_format": "csv",
+        }
+    serializer = SubmissionCreateSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    fields = serializer.validated_data
+    return {
+        "model_name": fields["model_name"],
+        "description": fields["description"],
+        "data": fields["scores"],
+        "source_format": "json",
+    }
+
+
+# --- model owners ----------------------------------------------------------------------------------
+
+OWNER_ERRORS = {401: _error("No credentials: log in or send your API token.")}
+
+
+class PairsView(MetricsErrors, GenericAPIView):
+    """The items of a finished study, to score with a model: ids and tokens, no human scores."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = PairSerializer
+
+    @extend_schema(
+        summary="The items of a finished study to score (ids and tokens; no human scores)",
+        operation_id="studies_pairs_list",
+        tags=["model owners"],
+        responses={
+            200: PairSerializer(many=True),
+            **OWNER_ERRORS,
+            404: _error("No such study."),
+            409: _error("The study has not finished."),
+        },
+    )
+    def get(self, request, slug: str):
+        items = services.items_for_model_owners(study=_study_or_404(slug))
+        page = self.paginate_queryset(items)
+        return self.get_paginated_response(PairSerializer(page, many=True).data)
+
+
+class SubmissionCreateView(MetricsErrors, APIView):
+    """Submit a model's scores of a finished study's items; small submissions are evaluated at once."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [SubmissionJSONParser, MultiPartParser]
+
+    @extend_schema(
+        summary="Submit a model's scores (JSON rows, or a CSV file); evaluated at once or in the background",
+        operation_id="studies_submissions_create",
+        tags=["model owners"],
+        request={
+            "application/json": SubmissionCreateSerializer,
+            "multipart/form-data": SubmissionUploadSerializer,
+        },
+        responses={
+            201: OpenApiResponse(SubmissionCreatedSerializer, description="Stored and evaluated."),
+            202: OpenApiResponse(
+                SubmissionCreatedSerializer, description="Stored; the evaluation runs in the background."
+            ),
+            400: _error(
+                "Bad rows (listed in errors), too low a coverage, or missing fields; nothing was stored."
+            ),
+            **OWNER_ERRORS,
+            404: _error("No such study."),
+            409: _error("The study has not finished, or you already used this model name for it."),
+            413: _error("The file or request is larger than 5 MiB."),
+        },
+    )
+    def post(self, request, slug: str):
+        study = _study_or_404(slug)
+        submission = services.submission_create(study=study, owner=request.user, **_submitted(request))
+        body = SubmissionCreatedSerializer(
+            {
+                "id": submission.pk,
+                "model_name": submission.model_name,
+                "covered": submission.covered,
+                "coverage": submission.coverage,
+                "status": submission.status,
+                "progress": submission.progress,
+                "url": reverse("metrics-api:submission-detail", args=[submission.pk]),
+            }
+        ).data
+        done = submission.status == Submission.Status.DONE
+        return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+
+
+class SubmissionListView(MetricsErrors, GenericAPIView):
+    """The model owner's own submissions, newest first."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = SubmissionSerializer
+
+    @extend_schema(
+        summary="Your submissions, newest first",
+        operation_id="submissions_list",
+        tags=["model owners"],
+        responses={200: SubmissionSerializer(many=True), **OWNER_ERRORS},
+    )
+    def get(self, request):
+        page = self.paginate_queryset(services.submissions_of(owner=request.user))
+        return self.get_paginated_response(SubmissionSerializer(page, many=True).data)
+
+
+def _default_evaluation(submission: Submission) -> dict | None:
+    """The evaluation at the study's defaults (n0 = 2, its K), once it is done."""
+    if submission.status != Submission.Status.DONE:
+        return None
+    evaluation = services.evaluation_for(
+        submission=submission,
+        weight_offset=services.DEFAULT_WEIGHT_OFFSET,
+        top_k=submission.study.default_top_k(len(submission.scores)),
+    )
+    return services.public_result(evaluation.result)
+
+
+class SubmissionDetailView(MetricsErrors, APIView):
+    """One of the owner's submissions, with its evaluation at the study's defaults once it is done."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        summary="One of your submissions: status, progress, coverage and, once done, its evaluation",
+        operation_id="submissions_retrieve",
+        tags=["model owners"],
+        responses={
+            200: SubmissionDetailSerializer,
+            **OWNER_ERRORS,
+            404: _error("Not one of your submissions."),
+        },
+    )
+    def get(self, request, submission_id: int):
+        submission = _own_submission(request, submission_id)
+        context = {"evaluation": _default_evaluation(submission)}
+        return Response(SubmissionDetailSerializer(submission, context=context).data)
+
+
+class SubmissionEvaluationView(MetricsErrors, APIView):
+    """The evaluation of one of the owner's submissions at another n0 and K (stored once computed)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        summary="The evaluation of one of your submissions for another n0 and K",
+        operation_id="submissions_evaluation_retrieve",
+        tags=["model owners"],
+        parameters=[EvaluationQuerySerializer],
+        responses={
+            200: EvaluationSerializer,
+            400: _error("n0 or K out of range."),
+            **OWNER_ERRORS,
+            404: _error("Not one of your submissions."),
+            409: _error("The evaluation at the defaults has not finished, or it failed."),
+        },
+    )
+    def get(self, request, submission_id: int):
+        submission = _own_submission(request, submission_id)
+        query = EvaluationQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        if submission.status != Submission.Status.DONE:
+            raise StudyStateError(
+                f"the submission is {submission.status}"
+                + (f" ({submission.error})" if submission.error else "")
+                + ": other n0 and K can be asked for once its evaluation is done"
+            )
+        top_k = query.validated_data.get("k") or submission.study.default_top_k(len(submission.scores))
+        evaluation = services.evaluation_for(
+            submission=submission, weight_offset=query.validated_data["n0"], top_k=top_k
+        )
+        return Response(EvaluationSerializer(services.public_result(evaluation.result)).data)
+
+
+# --- public ----------------------------------------------------------------------------------------
+
+LEADERBOARD_COLUMNS = [
+    "rank",
+    "rank_low",
+    "rank_high",
+    "model_name",
+    "owner",
+    "metric",
+    "n0",
+    "value",
+    "interval_low",
+    "interval_high",
+    "chance_mean",
+    "chance_sd",
+    "p_value",
+    "coverage",
+    "indistinguishable_from",
+    "submitted_at",
+]
+
+
+class LeaderboardCsvRenderer(BaseRenderer):
+    """The leaderboard as CSV, one row per model; an error as a one-column CSV of its messages."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        if not isinstance(data, dict) or "rows" not in data:
+            writer.writerow(["detail"])
+            writer.writerow([data.get("detail", "") if isinstance(data, dict) else data])
+            for line in data.get("errors", []) if isinstance(data, dict) else []:
+                writer.writerow([line])
+            return buffer.getvalue().encode(self.charset)
+        writer.writerow(LEADERBOARD_COLUMNS)
+        for row in data["rows"]:
+            coefficient = row["metrics"][data["metric"]]
+            interval = row["interval"] or [None, None]
+            writer.writerow(
+                [
+                    row["rank"],
+                    row["rank_range"][0],
+                    row["rank_range"][1],
+                    row["model_name"],
+                    row["owner"],
+                    data["metric"],
+                    data["weight_offset"],
+                    _csv_number(row["value"]),
+                    _csv_number(interval[0]),
+                    _csv_number(interval[1]),
+                    _csv_number(coefficient.get("chance_mean")),
+                    _csv_number(coefficient.get("chance_sd")),
+                    _csv_number(coefficient.get("p_value")),
+                    _csv_number(row["coverage"]),
+                    "; ".join(row["indistinguishable_from"]),
+                    row["submitted_at"],
+                ]
+            )
+        return buffer.getvalue().encode(self.charset)
+
+
+def _csv_number(value) -> str:
+    return "" if value is None else repr(float(value))
+
+
+class LeaderboardView(MetricsErrors, APIView):
+    """Every model of a finished study by one metric, with paired-bootstrap intervals and rank ranges."""
+
+    permission_classes = [AllowAny]
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, LeaderboardCsvRenderer]
+
+    @extend_schema(
+        summary="The leaderboard: models by one metric with intervals, rank ranges and ties (?format=csv)",
+        operation_id="studies_leaderboard_retrieve",
+        tags=["public"],
+        auth=[],
+        parameters=[
+            LeaderboardQuerySerializer,
+            OpenApiParameter(
+                "format", OpenApiTypes.STR, enum=["json", "csv"], description="csv: download as a CSV file."
+            ),
+        ],
+        responses={
+            (200, "application/json"): LeaderboardSerializer,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="One row per model."),
+            400: _error("Unknown metric, or an n0 the leaderboard does not offer."),
+            404: _error("No such study."),
+            409: _error("The study has not finished."),
+        },
+    )
+    def get(self, request, slug: str):
+        study = _study_or_404(slug)
+        _require_finished(study)
+        query = LeaderboardQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        metric, weight_offset = query.validated_data["metric"], query.validated_data["n0"]
+        board = services.leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
+        response = Response(LeaderboardSerializer(board).data)
+        if request.accepted_renderer.format == "csv":
+            filename = f"{study.slug}-leaderboard-{metric}-n0-{weight_offset:g}.csv"
+            response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+
+class AnnotatorsView(MetricsErrors, APIView):
+    """Each model's agreement with each annotator (Welty Tables 2-3) and paired tests across them."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        summary="Each model's agreement with each annotator's votes, and paired t-tests across annotators",
+        operation_id="studies_annotators_retrieve",
+        tags=["public"],
+        auth=[],
+        responses={
+            200: AnnotatorViewSerializer,
+            404: _error("No such study."),
+            409: _error("The study has not finished."),
+        },
+    )
+    def get(self, request, slug: str):
+        study = _study_or_404(slug)
+        _require_finished(study)
+        return Response(AnnotatorViewSerializer(services.annotator_view(study=study)).data)

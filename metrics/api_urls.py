@@ -1,0 +1,21 @@
+"""REST API routes of the metrics app: /api/ … (model owners' submissions, leaderboards)."""
+
+from django.urls import path
+
+from metrics import api
+
+app_name = "metrics-api"
+
+urlpatterns = [
+    path("studies/<slug:slug>/pairs/", api.PairsView.as_view(), name="study-pairs"),
+    path("studies/<slug:slug>/submissions/", api.SubmissionCreateView.as_view(), name="study-submissions"),
+    path("studies/<slug:slug>/leaderboard/", api.LeaderboardView.as_view(), name="study-leaderboard"),
+    path("studies/<slug:slug>/annotators/", api.AnnotatorsView.as_view(), name="study-annotators"),
+    path("submissions/", api.SubmissionListView.as_view(), name="submissions"),
+    path("submissions/<int:submission_id>/", api.SubmissionDetailView.as_view(), name="submission-detail"),
+    path(
+        "submissions/<int:submission_id>/evaluation/",
+        api.SubmissionEvaluationView.as_view(),
+        name="submission-evaluation",
+    ),
+]

@@ -1,0 +1,316 @@
+"""Serializers of the metrics API: model owners' requests and the shape of every response.
+
+Rows of scores are not validated here: ``metrics.services.submission_parse`` checks them and names
+the first offending rows, so a bad row gets the same message through the API and the web form.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from collection.models import Item
+from collection.serializers import CsvFileField
+from metrics.evaluation import COEFFICIENTS
+from metrics.models import Submission
+
+METRIC_CHOICES = [(name, name) for name in COEFFICIENTS]
+
+# The weight offsets the public leaderboard offers: each one evaluates every model of the study once
+# and keeps the result, so an anonymous request cannot make the server store an evaluation per float.
+LEADERBOARD_WEIGHT_OFFSETS = (0.0, 1.0, 2.0, 5.0, 10.0)
+
+
+def leaderboard_offsets_text() -> str:
+    return ", ".join(f"{value:g}" for value in LEADERBOARD_WEIGHT_OFFSETS)
+
+
+# --- items -----------------------------------------------------------------------------------------
+
+
+class PairSerializer(serializers.ModelSerializer):
+    item = serializers.IntegerField(source="pk", help_text="The item id to send with its score.")
+    token_a = serializers.CharField(source="token_a.text")
+    token_b = serializers.CharField(source="token_b.text")
+    area = serializers.CharField(source="area.name", help_text="The semantic area of both tokens.")
+
+    class Meta:
+        model = Item
+        fields = ["item", "token_a", "token_b", "area"]
+
+
+# --- submissions -----------------------------------------------------------------------------------
+
+
+class ScoreRowSerializer(serializers.Serializer):
+    """One scored item, by id or by its two tokens (in either order); documentation only."""
+
+    item = serializers.IntegerField(required=False, help_text="An item id from pairs/.")
+    token_a = serializers.CharField(required=False, help_text="Instead of item: one token of the pair …")
+    token_b = serializers.CharField(required=False, help_text="… and the other (either order).")
+    score = serializers.FloatField(help_text="Higher means more related; any finite number.")
+
+
+@extend_schema_field(ScoreRowSerializer(many=True))
+class ScoreRowsField(serializers.Field):
+    """The rows as sent, NaN included: the service checks each one and lists the first offending rows."""
+
+    def to_internal_value(self, data):
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    model_name = serializers.CharField(max_length=100, help_text="Unique among your models for this study.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    scores = ScoreRowsField(
+        help_text='[{"item": 12, "score": 0.87}, …] or [{"token_a": "…", "token_b": "…", "score": 0.87}, …]'
+    )
+
+
+class SubmissionUploadSerializer(serializers.Serializer):
+    model_name = serializers.CharField(max_length=100, help_text="Unique among your models for this study.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    file = CsvFileField(
+        allow_empty_file=True,  # the service says what an empty file lacks
+        help_text="A CSV file, UTF-8, at most 5 MiB, with the header item,score or token_a,token_b,score.",
+    )
+
+
+# A plain string in the schema: an enum named "status" would collide with the study's.
+STATUS_HELP = "The evaluation at the defaults: " + ", ".join(Submission.Status.values) + "."
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    status = serializers.CharField(help_text=STATUS_HELP)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id",
+            "study",
+            "model_name",
+            "description",
+            "covered",
+            "coverage",
+            "source_format",
+            "status",
+            "progress",
+            "error",
+            "created_at",
+            "url",
+        ]
+
+    def get_url(self, submission: Submission) -> str:
+        return reverse("metrics-api:submission-detail", args=[submission.pk])
+
+
+class SubmissionCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model_name = serializers.CharField()
+    covered = serializers.IntegerField(help_text="Items with a score.")
+    coverage = serializers.FloatField(help_text="covered / items of the study")
+    status = serializers.CharField(help_text=STATUS_HELP)
+    progress = serializers.IntegerField(help_text="Percent done of the evaluation.")
+    url = serializers.CharField(help_text="Where to follow the evaluation.")
+
+
+# --- evaluations -----------------------------------------------------------------------------------
+
+
+class CoefficientSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    standard_error = serializers.FloatField(
+        allow_null=True, required=False, help_text="SD of the value over the bootstrap replicates."
+    )
+    interval = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        required=False,
+        help_text="95% interval: value ± 1.96 standard errors.",
+    )
+    chance_mean = serializers.FloatField(
+        required=False, help_text="Mean between unrelated rankings of this size (ρ_w, τ_w only)."
+    )
+    chance_sd = serializers.FloatField(required=False, help_text="SD between unrelated rankings.")
+    p_value = serializers.FloatField(
+        allow_null=True, required=False, help_text="One-sided permutation p-value against chance."
+    )
+
+    def to_representation(self, instance):
+        # Only what was computed: ρ and τ have no chance level, so no chance_mean, chance_sd or p_value.
+        return {key: value for key, value in super().to_representation(instance).items() if key in instance}
+
+
+class GradeCountsSerializer(serializers.Serializer):
+    S = serializers.IntegerField()
+    A = serializers.IntegerField()
+    B = serializers.IntegerField()
+
+
+class RetrievalSerializer(serializers.Serializer):
+    k = serializers.IntegerField()
+    item_count = serializers.IntegerField()
+    ranked_count = serializers.IntegerField()
+    relevant_count = serializers.IntegerField(help_text="R: the human top-K of the covered items.")
+    precision_at_k = serializers.FloatField()
+    recall_at_k = serializers.FloatField()
+    f_measure_at_k = serializers.FloatField(help_text="F_β of P@k and R@k (β, not trec_eval's β²).")
+    average_precision = serializers.FloatField()
+    r_precision = serializers.FloatField()
+    bpref = serializers.FloatField()
+    dcg_at_k = serializers.FloatField()
+    ndcg_at_k = serializers.FloatField()
+    reciprocal_rank = serializers.FloatField()
+    q_measure = serializers.FloatField()
+    r_measure = serializers.FloatField()
+    recall_levels = serializers.ListField(child=serializers.FloatField(), help_text="0.0, 0.1, … 1.0")
+    interpolated_precision = serializers.ListField(
+        child=serializers.FloatField(), help_text="The 11-point interpolated precision."
+    )
+    f_beta = serializers.FloatField()
+    q_beta = serializers.FloatField()
+    gains = serializers.ListField(child=serializers.FloatField(), help_text="Gain of grades B, A, S.")
+    discount = serializers.CharField()
+
+
+class EvaluationSerializer(serializers.Serializer):
+    """An evaluation result without its bootstrap replicate values."""
+
+    items = serializers.IntegerField(help_text="Items of the study.")
+    covered = serializers.IntegerField(help_text="Items with a model score and a human score.")
+    coverage = serializers.FloatField()
+    weight_offset = serializers.FloatField(help_text="n0 of f(n) = 1/(n+n0)² (Eq. 9).")
+    first_rank_weight = serializers.FloatField(help_text="R(n0): the first rank's share of the weight.")
+    top_k = serializers.IntegerField(help_text="K: the human top-K items are the relevant ones.")
+    grade_counts = GradeCountsSerializer(help_text="Relevant items graded S, A and B.")
+    replicate_count = serializers.IntegerField(required=False, help_text="Bootstrap replicates.")
+    rho_w = CoefficientSerializer(help_text="Weighted Spearman ρ_w (Eq. 8-9).")
+    tau_w = CoefficientSerializer(help_text="Weighted Kendall τ_w (Eq. 8-9).")
+    rho = CoefficientSerializer(help_text="Spearman ρ.")
+    tau = CoefficientSerializer(help_text="Kendall τ_b.")
+    retrieval = RetrievalSerializer()
+
+
+class SubmissionDetailSerializer(SubmissionSerializer):
+    evaluation = serializers.SerializerMethodField()
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = [*SubmissionSerializer.Meta.fields, "evaluation"]
+
+    @extend_schema_field(EvaluationSerializer(allow_null=True))
+    def get_evaluation(self, submission: Submission) -> dict | None:
+        result = self.context.get("evaluation")
+        return EvaluationSerializer(result).data if result is not None else None
+
+
+class EvaluationQuerySerializer(serializers.Serializer):
+    n0 = serializers.FloatField(
+        required=False, default=2.0, help_text="Weight offset n0, greater than -1 (default 2)."
+    )
+    k = serializers.IntegerField(
+        required=False, min_value=1, help_text="K of the retrieval measures (default: the study's)."
+    )
+
+
+# --- leaderboard and annotators --------------------------------------------------------------------
+
+
+class LeaderboardQuerySerializer(serializers.Serializer):
+    metric = serializers.ChoiceField(
+        choices=METRIC_CHOICES,
+        default="tau_w",
+        required=False,
+        error_messages={
+            "invalid_choice": f'"{{input}}" is not a metric: use one of {", ".join(COEFFICIENTS)}.'
+        },
+    )
+    n0 = serializers.FloatField(
+        required=False, default=2.0, help_text=f"Weight offset n0: one of {leaderboard_offsets_text()}."
+    )
+
+    def validate_n0(self, value: float) -> float:
+        if value not in LEADERBOARD_WEIGHT_OFFSETS:
+            raise serializers.ValidationError(
+                f"the leaderboard offers n0 = {leaderboard_offsets_text()}, got {value:g}; your own "
+                "submissions can be evaluated at any n0 greater than -1 at /api/submissions/<id>/evaluation/"
+            )
+        return value
+
+
+class LeaderboardMetricsSerializer(serializers.Serializer):
+    rho_w = CoefficientSerializer()
+    tau_w = CoefficientSerializer()
+    rho = CoefficientSerializer()
+    tau = CoefficientSerializer()
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text='"model_name (owner)": how other rows refer to this one.')
+    model_name = serializers.CharField()
+    owner = serializers.CharField()
+    value = serializers.FloatField(allow_null=True, help_text="The chosen metric.")
+    interval = serializers.ListField(
+        child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True
+    )
+    rank = serializers.IntegerField(help_text="1 + the number of models significantly better.")
+    rank_range = serializers.ListField(
+        child=serializers.IntegerField(),
+        min_length=2,
+        max_length=2,
+        help_text="[rank, models - the number of models significantly worse]",
+    )
+    indistinguishable_from = serializers.ListField(
+        child=serializers.CharField(), help_text="Models whose difference interval contains zero."
+    )
+    coverage = serializers.FloatField()
+    submitted_at = serializers.DateTimeField()
+    metrics = LeaderboardMetricsSerializer(help_text="All four coefficients of the model.")
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    study = serializers.CharField()
+    metric = serializers.ChoiceField(choices=METRIC_CHOICES)
+    weight_offset = serializers.FloatField()
+    top_k = serializers.IntegerField()
+    replicate_count = serializers.IntegerField(
+        source="replicates", help_text="Bootstrap replicates of the human ranking."
+    )
+    rows = LeaderboardRowSerializer(many=True)
+
+
+class AnnotatorAgreementSerializer(serializers.Serializer):
+    per_annotator = serializers.ListField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="Agreement with annotator 0 … A-1; null for one without a usable vote.",
+    )
+    min = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+    mean = serializers.FloatField(allow_null=True)
+    sd = serializers.FloatField(allow_null=True)
+    annotators = serializers.IntegerField(help_text="Annotators with a usable vote.")
+
+
+class PairedTestSerializer(serializers.Serializer):
+    first = serializers.CharField()
+    second = serializers.CharField()
+    annotators = serializers.IntegerField()
+    t_statistic = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True, help_text="Two-sided paired t-test.")
+
+
+class AnnotatorViewSerializer(serializers.Serializer):
+    annotators = serializers.IntegerField()
+    models = serializers.DictField(child=AnnotatorAgreementSerializer(), help_text='By "model_name (owner)".')
+    paired_tests = PairedTestSerializer(many=True)
+
+
+class AuthTokenResponseSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="Send it as the header 'Authorization: Token <token>'.")

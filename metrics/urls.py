@@ -1,0 +1,19 @@
+"""Pages of the metrics app: /models/ … (leaderboards, submissions, instrument cards)."""
+
+from django.urls import path
+
+from metrics import card_views, views
+
+app_name = "metrics"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("login/", views.login, name="login"),
+    path("logout/", views.logout, name="logout"),
+    path("studies/<slug:slug>/leaderboard/", views.leaderboard, name="leaderboard"),
+    path("studies/<slug:slug>/submit/", views.submit, name="submit"),
+    path("studies/<slug:slug>/items.csv", views.pairs_csv, name="items-csv"),
+    path("studies/<slug:slug>/card/", card_views.card_page, name="card"),
+    path("studies/<slug:slug>/card.md", card_views.card_markdown, name="card-markdown"),
+    path("studies/<slug:slug>/card.json", card_views.card_json, name="card-json"),
+    path("submissions/<int:submission_id>/", views.submission, name="submission"),
+]

@@ -1,0 +1,216 @@
+"""Pages for model owners and the public: /models/ …
+
+The leaderboard and the per-annotator view are public; submitting and reading a submission need a
+login, and a submission is shown to its owner only (anyone else gets a 404). Every number on these
+pages comes from ``metrics.services``; the views validate the query, call a service and render.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView, LogoutView
+from django.db.models import Count
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET
+
+from collection.models import Study
+from collection.services import ServiceError
+from metrics import services
+from metrics.evaluation import COEFFICIENTS
+from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
+from metrics.models import Submission
+from scoring.plots import PALETTE, Series, scatter_svg
+
+LOGIN_URL = "metrics:login"
+
+METRIC_LABELS = {
+    "rho_w": "ρ_w (weighted Spearman)",
+    "tau_w": "τ_w (weighted Kendall)",
+    "rho": "ρ (Spearman)",
+    "tau": "τ (Kendall)",
+}
+WEIGHTED = ("rho_w", "tau_w")
+
+login = LoginView.as_view(template_name="metrics/login.html", next_page="metrics:index")
+logout = LogoutView.as_view(next_page="metrics:index")
+
+
+def _study(slug: str) -> Study:
+    return get_object_or_404(Study, slug=slug)
+
+
+def _not_finished(request, study: Study, what: str):
+    return render(request, "metrics/not_finished.html", {"study": study, "what": what}, status=409)
+
+
+@require_GET
+def index(request):
+    """The finished studies with links to their leaderboards, and the owner's own submissions."""
+    studies = (
+        Study.objects.filter(status=Study.Status.FINISHED)
+        .annotate(
+            item_count=Count("items", distinct=True), submission_count=Count("submissions", distinct=True)
+        )
+        .order_by("-finished_at", "name")
+    )
+    submissions = (
+        services.submissions_of(owner=request.user)
+        if request.user.is_authenticated
+        else Submission.objects.none()
+    )
+    return render(request, "metrics/index.html", {"studies": studies, "submissions": submissions})
+
+
+@require_GET
+def leaderboard(request, slug: str):
+    """The public leaderboard of a finished study for one metric and n0, and the per-annotator view."""
+    study = _study(slug)
+    if study.status != Study.Status.FINISHED:
+        return _not_finished(request, study, "its leaderboard")
+    settings_form = LeaderboardSettingsForm(
+        {"metric": request.GET.get("metric", "tau_w"), "n0": request.GET.get("n0", "2")}
+    )
+    if not settings_form.is_valid():
+        context = {"study": study, "settings_form": settings_form, "metric_labels": METRIC_LABELS}
+        return render(request, "metrics/leaderboard.html", context, status=400)
+    metric, weight_offset = settings_form.cleaned_data["metric"], settings_form.cleaned_data["n0"]
+    board = services.leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
+    rows = [{**row, "chosen": row["metrics"][metric]} for row in board["rows"]]
+    agreement = services.annotator_view(study=study)
+    context = {
+        "study": study,
+        "board": board,
+        "replicate_count": board["replicates"],
+        "rows": rows,
+        "metric": metric,
+        "metric_label": METRIC_LABELS[metric],
+        "weighted": metric in WEIGHTED,
+        "weight_offset": f"{weight_offset:g}",
+        "metric_links": [
+            {"name": name, "label": METRIC_LABELS[name], "current": name == metric} for name in COEFFICIENTS
+        ],
+        "metric_labels": METRIC_LABELS,
+        "settings_form": settings_form,
+        "agreement": agreement,
+        "agreement_rows": [{"name": name, **entry} for name, entry in agreement["models"].items()],
+    }
+    return render(request, "metrics/leaderboard.html", context)
+
+
+@login_required(login_url=LOGIN_URL)
+def submit(request, slug: str):
+    """The upload form: a model's scores as CSV → a stored submission, evaluated at once when small."""
+    study = _study(slug)
+    if study.status != Study.Status.FINISHED:
+        return _not_finished(request, study, "model submissions")
+    form = SubmissionForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            if upload.size > services.MAX_SUBMISSION_BYTES:
+                raise ServiceError(
+                    f"the file is {upload.size:,} bytes; the limit is {services.MAX_SUBMISSION_BYTES:,} bytes (5 MiB)",
+                    status=413,
+                )
+            submission = services.submission_create(
+                study=study,
+                owner=request.user,
+                model_name=form.cleaned_data["model_name"],
+                description=form.cleaned_data["description"],
+                data=upload.read(),
+                source_format="csv",
+            )
+        except ServiceError as exc:
+            context = {"study": study, "form": form, "problem": exc.message, "problems": exc.errors}
+            return render(request, "metrics/submit.html", context, status=exc.status)
+        return redirect("metrics:submission", submission_id=submission.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "metrics/submit.html", {"study": study, "form": form}, status=status)
+
+
+@login_required(login_url=LOGIN_URL)
+@require_GET
+def pairs_csv(request, slug: str):
+    """The study's items as CSV (item, token_a, token_b, area): add a score column and upload it."""
+    study = _study(slug)
+    if study.status != Study.Status.FINISHED:
+        return _not_finished(request, study, "its items")
+    items = services.items_for_model_owners(study=study)
+
+    def lines():
+        writer = csv.writer(_Echo(), lineterminator="\n")
+        yield writer.writerow(["item", "token_a", "token_b", "area"])
+        for item in items.iterator(chunk_size=2000):
+            yield writer.writerow([item.pk, item.token_a.text, item.token_b.text, item.area.name])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-items.csv"'
+    return response
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+@login_required(login_url=LOGIN_URL)
+@require_GET
+def submission(request, submission_id: int):
+    """One of the owner's submissions: progress while it runs, then its evaluation at the chosen n0 and K."""
+    found = services.submissions_of(owner=request.user).filter(pk=submission_id).first()
+    if found is None:
+        raise Http404(f"submission {submission_id} is not one of yours")
+    study = found.study
+    default_k = study.default_top_k(len(found.scores))
+    context = {"submission": found, "study": study, "metric_labels": METRIC_LABELS}
+    if found.status != Submission.Status.DONE:
+        context["running"] = found.status in (Submission.Status.PENDING, Submission.Status.RUNNING)
+        return render(request, "metrics/submission.html", context)
+
+    settings_form = EvaluationSettingsForm(
+        {"n0": request.GET.get("n0", services.DEFAULT_WEIGHT_OFFSET), "k": request.GET.get("k", default_k)}
+    )
+    weight_offset, top_k, problem = services.DEFAULT_WEIGHT_OFFSET, default_k, None
+    if settings_form.is_valid():
+        weight_offset, top_k = settings_form.cleaned_data["n0"], settings_form.cleaned_data["k"]
+    try:
+        evaluation = services.evaluation_for(submission=found, weight_offset=weight_offset, top_k=top_k)
+    except ServiceError as exc:
+        problem = exc.message
+        evaluation = services.evaluation_for(
+            submission=found, weight_offset=services.DEFAULT_WEIGHT_OFFSET, top_k=default_k
+        )
+    result = services.public_result(evaluation.result)
+    retrieval = result["retrieval"]
+    context.update(
+        settings_form=settings_form,
+        problem=problem,
+        evaluation=result,
+        coefficients=[
+            {"name": name, "label": METRIC_LABELS[name], "weighted": name in WEIGHTED, **result[name]}
+            for name in COEFFICIENTS
+        ],
+        curve=list(zip(retrieval["recall_levels"], retrieval["interpolated_precision"], strict=True)),
+        curve_svg=scatter_svg(
+            title="11-point interpolated precision-recall",
+            x_label="recall",
+            y_label="interpolated precision",
+            series=[
+                Series(
+                    label=f"{found.model_name}",
+                    x=retrieval["recall_levels"],
+                    y=retrieval["interpolated_precision"],
+                    color=PALETTE[0],
+                    radius=4.0,
+                )
+            ],
+            x_limits=(0.0, 1.0),
+            y_limits=(0.0, 1.0),
+            width=600,
+            height=380,
+        ),
+    )
+    return render(request, "metrics/submission.html", context)
