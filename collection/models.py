@@ -79,14 +79,19 @@ class Study(models.Model):
     )
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of the random schedules.")
     item_source = models.CharField(
-        max_length=200, blank=True, editable=False, help_text="How the items were made, for the instrument card."
+        max_length=200,
+        blank=True,
+        editable=False,
+        help_text="How the items were made, for the instrument card.",
     )
     minimum_coverage = models.FloatField(
         default=0.5, help_text="Model submissions scoring fewer than this share of the items are refused."
     )
     relevant_top_k = models.PositiveIntegerField(
-        null=True, blank=True, help_text="K of the retrieval measures: the human top-K items count as relevant. "
-        "Blank: a tenth of the items, at most 100."
+        null=True,
+        blank=True,
+        help_text="K of the retrieval measures: the human top-K items count as relevant. "
+        "Blank: a tenth of the items, at most 100.",
     )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
