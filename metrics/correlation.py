@@ -239,10 +239,11 @@ def _sorted_groups_rows(
     change = np.zeros(values.shape, dtype=np.int64)
     change[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
     dense_sorted = np.cumsum(change, axis=1)
+    if dense_sorted[:, -1].min() == n - 1:  # no ties in any row: every group is one item
+        return dense_sorted, (w * w).sum(axis=1)
     global_group = (dense_sorted + (np.arange(rows, dtype=np.int64) * n)[:, None]).ravel()
-    group_weight = np.bincount(
-        global_group, weights=np.take_along_axis(w, order, axis=1).ravel(), minlength=rows * n
-    )
+    sorted_w = np.take_along_axis(w, order, axis=1).ravel()
+    group_weight = np.bincount(global_group, weights=sorted_w, minlength=rows * n)
     return dense_sorted, (group_weight * group_weight).reshape(rows, n).sum(axis=1)
 
 
@@ -264,7 +265,10 @@ def _kendall_gamma_rows(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarr
     # Sort by a, ties by b: inside a group tied in a, b ascends, so none of its pairs is discordant.
     joint_key = dense_a * np.int64(n) + dense_b
     order = np.argsort(joint_key, axis=1)
-    _, tied_joint = _sorted_groups_rows(joint_key, w, order)
+    if groups_a.min() == n or groups_b.min() == n:  # no ties in one ranking: no joint ties either
+        tied_joint = (w * w).sum(axis=1)
+    else:
+        _, tied_joint = _sorted_groups_rows(joint_key, w, order)
 
     discordant = _weighted_inversions_rows(
         np.take_along_axis(dense_b, order, axis=1), np.take_along_axis(w, order, axis=1)
