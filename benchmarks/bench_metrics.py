@@ -25,51 +25,27 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._timing import machine, median_seconds  # noqa: E402
-from collection.schedule import ballot_schedule  # noqa: E402
 from metrics.evaluation import evaluate  # noqa: E402
 from metrics.metrology import BallotVotes, bootstrap_scores, chance_level, precision_summary  # noqa: E402
-from scoring.borda import ballot_tallies, score_ballot, select_survivors  # noqa: E402
 from scoring.plan import ballot_plan  # noqa: E402
-from scoring.simulation import (
-    SimulationConfig,
-    cast_votes,
-    deal_comparisons,
-    draw_voters,
-    underlying_similarity,
-)  # noqa: E402
+from scoring.simulation import SimulationConfig, draw_voters, run_adaptive, underlying_similarity  # noqa: E402
 
 REPLICATE_BUDGET = 2_000_000  # as metrics.services.replicate_count
 
 
 def simulated_study(item_count: int, rng: np.random.Generator):
     plan = ballot_plan(item_count=item_count, ballot_count=7, keep_fraction=0.5, appearances=20)
-    config = SimulationConfig(item_count=item_count)
     z = rng.permutation(underlying_similarity("exponential", item_count))
-    voters = draw_voters(z, config, rng)
-    in_play, scores, ballots = np.arange(item_count), None, []
-    for number, _ in enumerate(plan.sizes, start=1):
-        pairs = in_play[ballot_schedule(in_play.size, plan.appearances, rng)]
-        who = deal_comparisons(pairs.shape[0], config.voter_count, rng)
-        outcome = cast_votes(voters, pairs, who, rng)
-        ballots.append(
-            BallotVotes(
-                items=in_play.copy(), left=pairs[:, 0], right=pairs[:, 1], outcome=outcome, annotator=who
-            )
+    voters = draw_voters(z, SimulationConfig(item_count=item_count), rng)
+    record = []
+    score, _ = run_adaptive(voters, plan.sizes, plan.appearances, rng, record=record)
+    ballots = [
+        BallotVotes(
+            items=b["items"], left=b["left"], right=b["right"], outcome=b["outcome"], annotator=b["voter"]
         )
-        wins, ties, counts = ballot_tallies(pairs[:, 0], pairs[:, 1], outcome, item_count)
-        scores = score_ballot(
-            ballot=number,
-            wins=wins,
-            ties=ties,
-            appearances=counts,
-            previous_score=None if scores is None else scores.score,
-            previous_measured=None if scores is None else scores.measured,
-        )
-        if number < len(plan.sizes):
-            mask = np.zeros(item_count, bool)
-            mask[in_play] = True
-            in_play = np.sort(select_survivors(scores.score, mask, plan.sizes[number]))
-    return ballots, scores.score, np.abs(z)
+        for b in record
+    ]
+    return ballots, score, np.abs(z)
 
 
 def main() -> None:

@@ -172,9 +172,13 @@ def run_uniform(voters: Voters, comparison_count: int, rng: np.random.Generator)
 
 
 def run_adaptive(
-    voters: Voters, sizes, appearances: int, rng: np.random.Generator
+    voters: Voters, sizes, appearances: int, rng: np.random.Generator, record: list | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Final scores ȳ and last ballot reached per item after the adaptive ballots (§2.5, §2.6)."""
+    """Final scores ȳ and last ballot reached per item after the adaptive ballots (§2.5, §2.6).
+
+    With ``record``, one dict per ballot is appended to it: the ballot's ``items`` and its votes as
+    arrays ``left``, ``right``, ``outcome`` (1 left won, 0 right, 0.5 tie) and ``voter``.
+    """
     item_count = voters.opinions.shape[1]
     in_play = np.arange(item_count)
     last_ballot = np.ones(item_count, dtype=np.int64)
@@ -182,7 +186,18 @@ def run_adaptive(
     for ballot in range(1, len(sizes) + 1):
         local = ballot_schedule(in_play.size, appearances, rng)
         pairs = in_play[local]
-        outcome = cast_votes(voters, pairs, deal_comparisons(pairs.shape[0], voters.oversight.size, rng), rng)
+        voter = deal_comparisons(pairs.shape[0], voters.oversight.size, rng)
+        outcome = cast_votes(voters, pairs, voter, rng)
+        if record is not None:
+            record.append(
+                {
+                    "items": in_play.copy(),
+                    "left": pairs[:, 0],
+                    "right": pairs[:, 1],
+                    "outcome": outcome,
+                    "voter": voter,
+                }
+            )
         wins, ties, counts = ballot_tallies(pairs[:, 0], pairs[:, 1], outcome, item_count)
         scores = score_ballot(
             ballot=ballot,

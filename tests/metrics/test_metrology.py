@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 
-from collection.schedule import ballot_schedule
 from metrics.correlation import weighted_kendall, weighted_spearman
 from metrics.metrology import (
     BallotVotes,
@@ -21,14 +20,7 @@ from metrics.metrology import (
     spearman_brown,
     split_half_reliability,
 )
-from scoring.borda import ballot_tallies, score_ballot, select_survivors
-from scoring.simulation import (
-    SimulationConfig,
-    cast_votes,
-    deal_comparisons,
-    draw_voters,
-    underlying_similarity,
-)
+from scoring.simulation import SimulationConfig, draw_voters, run_adaptive, underlying_similarity
 
 
 def simulated_study(*, item_count=120, sizes=(120, 60, 30), appearances=10, voters=20, noise=0.2, seed=0):
@@ -44,32 +36,16 @@ def simulated_study(*, item_count=120, sizes=(120, 60, 30), appearances=10, vote
         oversight_min=0.0,
         oversight_max=noise / 4,
     )
-    z = underlying_similarity("exponential", item_count)
-    crowd = draw_voters(z, config, rng)
-    in_play, scores, ballots = np.arange(item_count), None, []
-    for number in range(1, len(sizes) + 1):
-        pairs = in_play[ballot_schedule(in_play.size, appearances, rng)]
-        who = deal_comparisons(pairs.shape[0], voters, rng)
-        outcome = cast_votes(crowd, pairs, who, rng)
-        ballots.append(
-            BallotVotes(
-                items=in_play.copy(), left=pairs[:, 0], right=pairs[:, 1], outcome=outcome, annotator=who
-            )
+    crowd = draw_voters(underlying_similarity("exponential", item_count), config, rng)
+    record = []
+    score, _ = run_adaptive(crowd, sizes, appearances, rng, record=record)
+    ballots = [
+        BallotVotes(
+            items=b["items"], left=b["left"], right=b["right"], outcome=b["outcome"], annotator=b["voter"]
         )
-        wins, ties, counts = ballot_tallies(pairs[:, 0], pairs[:, 1], outcome, item_count)
-        scores = score_ballot(
-            ballot=number,
-            wins=wins,
-            ties=ties,
-            appearances=counts,
-            previous_score=None if scores is None else scores.score,
-            previous_measured=None if scores is None else scores.measured,
-        )
-        if number < len(sizes):
-            mask = np.zeros(item_count, bool)
-            mask[in_play] = True
-            in_play = np.sort(select_survivors(scores.score, mask, sizes[number]))
-    return ballots, scores.score
+        for b in record
+    ]
+    return ballots, score
 
 
 def votes_of(ballots):
