@@ -18,6 +18,7 @@ from collection.services import (
     vote_record,
 )
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
+from scoring.management.commands.simulate import add_voter_model_arguments
 from scoring.simulation import DISTRIBUTIONS, SimulationConfig, draw_voters, underlying_similarity
 
 _DEFAULTS = SimulationConfig()
@@ -41,18 +42,7 @@ class Command(BaseCommand):
             help="underlying similarity of the items; default: the paper's 990 embedding similarities when "
             "the study has 990 items, else exponential",
         )
-        parser.add_argument(
-            "--nonconformity-min", type=float, default=_DEFAULTS.nonconformity_min, help="σ* lower bound"
-        )
-        parser.add_argument(
-            "--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max, help="σ* upper bound"
-        )
-        parser.add_argument(
-            "--oversight-min", type=float, default=_DEFAULTS.oversight_min, help="ε lower bound"
-        )
-        parser.add_argument(
-            "--oversight-max", type=float, default=_DEFAULTS.oversight_max, help="ε upper bound"
-        )
+        add_voter_model_arguments(parser)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--max-votes", type=int, default=None, help="stop after this many votes")
         parser.add_argument(

@@ -14,6 +14,17 @@ _DEFAULTS = SimulationConfig()
 _LABELS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
 
 
+def add_voter_model_arguments(parser) -> None:
+    """The ranges of the §4.1 voter model: nonconformity σ* and oversight ε (the paper's defaults)."""
+    for name, default, symbol in (
+        ("nonconformity-min", _DEFAULTS.nonconformity_min, "σ* lower bound"),
+        ("nonconformity-max", _DEFAULTS.nonconformity_max, "σ* upper bound"),
+        ("oversight-min", _DEFAULTS.oversight_min, "ε lower bound"),
+        ("oversight-max", _DEFAULTS.oversight_max, "ε upper bound"),
+    ):
+        parser.add_argument(f"--{name}", type=float, default=default, help=symbol)
+
+
 class Command(BaseCommand):
     help = (
         "Simulate relatedness-driven voting (Lombardo et al. §4) and compare the uniform and the "
@@ -57,18 +68,7 @@ class Command(BaseCommand):
             help="M, appearances of every item in every ballot",
         )
         parser.add_argument("--voters", type=int, default=_DEFAULTS.voter_count, help="N_voters")
-        parser.add_argument(
-            "--nonconformity-min", type=float, default=_DEFAULTS.nonconformity_min, help="σ* lower bound"
-        )
-        parser.add_argument(
-            "--nonconformity-max", type=float, default=_DEFAULTS.nonconformity_max, help="σ* upper bound"
-        )
-        parser.add_argument(
-            "--oversight-min", type=float, default=_DEFAULTS.oversight_min, help="ε lower bound"
-        )
-        parser.add_argument(
-            "--oversight-max", type=float, default=_DEFAULTS.oversight_max, help="ε upper bound"
-        )
+        add_voter_model_arguments(parser)
         parser.add_argument(
             "--n0", type=float, default=_DEFAULTS.weight_offset, help="weight offset n0 of ρ_w and τ_w"
         )
