@@ -8,7 +8,6 @@ status and votes): a figure computed from an older state is recomputed.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import logging
@@ -123,7 +122,7 @@ def final_scores(*, study: Study) -> np.ndarray:
     return score
 
 
-def study_fingerprint(*, study: Study) -> str:
+def study_state_key(*, study: Study) -> str:
     """The state a cached figure was computed from: status, closed ballots and votes."""
     votes = Vote.objects.filter(ballot__study=study).aggregate(count=Count("pk"), last=Max("pk"))
     closed = study.ballots.filter(status=Ballot.Status.CLOSED).count()
@@ -136,7 +135,7 @@ def _cached(
     """A StudyFigure for the study's current fingerprint (plus ``depends_on``): read it, or compute
     and store it."""
     key = kind + ":" + json.dumps(parameters, sort_keys=True)
-    fingerprint = study_fingerprint(study=study) + depends_on
+    fingerprint = study_state_key(study=study) + depends_on
     figure = StudyFigure.objects.filter(study=study, key=key).first()
     if figure is not None and figure.fingerprint == fingerprint:
         return (figure.value, _load_array(figure.array)) if with_array else figure.value
@@ -714,11 +713,6 @@ def _float(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def card_fingerprint_digest(*, study: Study) -> str:
-    """A short digest of the study's state, for ETags and file names."""
-    return hashlib.sha1(study_fingerprint(study=study).encode()).hexdigest()[:12]
 
 
 def submissions_of(*, owner, study: Study | None = None):
