@@ -29,7 +29,6 @@ from collection.forms import (
 from collection.models import Annotator, Ballot, Item, SemanticArea, Study, Token, Vote
 from collection.selectors import study_progress
 from collection.services import (
-    ServiceError,
     items_generate,
     items_import_pairs,
     study_close_current_ballot,
@@ -38,6 +37,7 @@ from collection.services import (
     study_start,
     tokens_import,
 )
+from common.errors import ServiceError
 from scoring.admin import prediction_rows, simulation_is_active
 from scoring.models import SimulationRun
 from scoring.services import simulation_request

@@ -41,7 +41,8 @@ from collection.serializers import (
     VoteRequestSerializer,
     VoteResultSerializer,
 )
-from collection.services import MAX_UPLOAD_BYTES, ServiceError, StudyStateError
+from collection.services import MAX_UPLOAD_BYTES
+from common.errors import ServiceError, StudyStateError
 
 
 class ServiceErrorResponses:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collection.models import Ballot, Study
-from collection.services import StudyStateError
+from common.errors import StudyStateError
 from scoring.models import ItemScore
 
 

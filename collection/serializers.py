@@ -10,7 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from collection.models import Item, Study, Token, Vote
-from collection.services import ServiceError, study_plan
+from collection.services import study_plan
+from common.errors import ServiceError
 
 # What a running study cannot change: its plan, the seed of its schedules, and the annotators' link.
 FROZEN_ONCE_STARTED = ("ballot_count", "keep_fraction", "appearances", "comparison_budget", "seed", "slug")

@@ -32,29 +32,13 @@ from collection.models import (
     Vote,
 )
 from collection.schedule import ballot_schedule
+from common.errors import ServiceError, StudyStateError
 from scoring.plan import BallotPlan, ballot_plan, plan_for_budget
 
 logger = logging.getLogger(__name__)
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 MAX_REPORTED_ERRORS = 20
-
-
-class ServiceError(Exception):
-    """A request that cannot be honoured; ``status`` is the HTTP status it maps to."""
-
-    status = 400
-
-    def __init__(self, message: str, *, errors: list[str] | None = None, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.errors = errors or []
-        if status is not None:
-            self.status = status
-
-
-class StudyStateError(ServiceError):
-    status = 409
 
 
 # --- plan ----------------------------------------------------------------------------------------

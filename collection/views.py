@@ -20,11 +20,11 @@ from collection.models import Study
 from collection.selectors import annotator_progress, comparison_display
 from collection.services import (
     NextReason,
-    ServiceError,
     annotator_consent,
     comparison_next_for,
     vote_record,
 )
+from common.errors import ServiceError
 
 # Query parameters that carry the crowd platform's participant id: ours, Prolific's, MTurk's.
 PARTICIPANT_PARAMETERS = ("participant", "PROLIFIC_PID", "workerId")

@@ -41,12 +41,14 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from here, not from a CDN
+    "common",
     "collection",
     "scoring",
     "metrics",
 ]
 
 MIDDLEWARE = [
+    "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ from gunicorn; no CDN, no extra server
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -111,6 +113,18 @@ if CELERY_TASK_ALWAYS_EAGER:
     CELERY_BROKER_URL = "memory://localhost/"
     CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL or None)
+# A request that starts a task (the vote that completes a ballot) must not hang on a broker that is
+# down: one connection attempt, bounded by BROKER_TIMEOUT_SECONDS, then the request goes on and the
+# sweep below does the work later (common/tasks.py). Workers keep retrying their own connection.
+BROKER_TIMEOUT_SECONDS = env.float("BROKER_TIMEOUT_SECONDS", default=1.0)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_SECONDS
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "max_retries": 0,
+    "connect_retries_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_timeout": BROKER_TIMEOUT_SECONDS,  # a broker that accepts but does not answer
+}
+CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ACKS_LATE = True  # a worker that dies mid-task leaves the message to another worker
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -119,7 +133,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     # Expire leases, close ballots past their deadline or fully voted (a safety net for lost tasks).
-    "ballots-sweep": {"task": "scoring.ballots_sweep", "schedule": env.float("SWEEP_SECONDS", default=60.0)},
+    "ballots-sweep": {"task": "scoring.ballots_sweep", "schedule": env.float("SWEEP_SECONDS", default=15.0)},
 }
 # Beat's record of last runs; the default would be ./celerybeat-schedule, inside the code directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
@@ -167,8 +181,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "common.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
+    "DEFAULT_PARSER_CLASSES": [
+        "common.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "common.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Yardstick API",

@@ -7,7 +7,6 @@ is ``{"detail": message}``, with ``"errors"`` listing the first offending rows o
 
 from __future__ import annotations
 
-import csv
 import io
 
 from django.urls import reverse
@@ -28,7 +27,8 @@ from rest_framework.views import APIView
 
 from collection.models import Study
 from collection.serializers import ErrorSerializer
-from collection.services import ServiceError, StudyStateError
+from common.csvexport import csv_text
+from common.errors import ServiceError, StudyStateError
 from metrics import services
 from metrics.models import Submission
 from metrics.serializers import (
@@ -379,19 +379,18 @@ class LeaderboardCsvRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
         if not isinstance(data, dict) or "rows" not in data:
-            writer.writerow(["detail"])
-            writer.writerow([data.get("detail", "") if isinstance(data, dict) else data])
-            for line in data.get("errors", []) if isinstance(data, dict) else []:
-                writer.writerow([line])
-            return buffer.getvalue().encode(self.charset)
-        writer.writerow(LEADERBOARD_COLUMNS)
+            body = data if isinstance(data, dict) else {"detail": data}
+            lines = [[body.get("detail", "")], *([line] for line in body.get("errors", []))]
+            return csv_text(["detail"], lines).encode(self.charset)
+        return csv_text(LEADERBOARD_COLUMNS, self._rows(data)).encode(self.charset)
+
+    @staticmethod
+    def _rows(data):
         for row in data["rows"]:
             coefficient = row["metrics"][data["metric"]]
             interval = row["interval"] or [None, None]
-            writer.writerow(
+            yield (
                 [
                     row["rank"],
                     row["rank_range"][0],
@@ -411,11 +410,11 @@ class LeaderboardCsvRenderer(BaseRenderer):
                     row["submitted_at"],
                 ]
             )
-        return buffer.getvalue().encode(self.charset)
 
 
-def _csv_number(value) -> str:
-    return "" if value is None else repr(float(value))
+def _csv_number(value) -> float | None:
+    """A number cell (written as a number, never escaped as text); empty when there is none."""
+    return None if value is None else float(value)
 
 
 class LeaderboardView(MetricsErrors, APIView):

@@ -14,12 +14,14 @@ import logging
 import math
 from dataclasses import dataclass
 
+import krippendorff
 import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 
 from collection.models import Ballot, Item, Study, Vote
-from collection.services import ServiceError, StudyStateError
+from common.csvexport import unescape_cell
+from common.errors import ServiceError, StudyStateError
 from metrics.evaluation import COEFFICIENTS, annotator_agreement, evaluate, leaderboard
 from metrics.metrology import (
     BallotVotes,
@@ -233,7 +235,15 @@ def _parse_rows(*, data, source_format: str) -> list[tuple[str, dict]]:
             + (", ".join(header) if header else "an empty file")
         )
     reader.fieldnames = header
-    return [(f"line {line}", row) for line, row in enumerate(reader, start=2)]
+    # The items file we hand out escapes tokens that a spreadsheet would take for formulas
+    # (common.csvexport); a file scored in a spreadsheet comes back with them, so undo the escape.
+    return [
+        (
+            f"line {line}",
+            {name: unescape_cell(value) if isinstance(value, str) else value for name, value in row.items()},
+        )
+        for line, row in enumerate(reader, start=2)
+    ]
 
 
 def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
@@ -618,8 +628,6 @@ def _compute_card(study: Study) -> dict:
         }
     units, counts = pair_value_counts(votes.pair_low, votes.pair_high, votes.winner_is_low)
     if units.size >= 2 and (counts.sum(axis=0) > 0).sum() >= 2:
-        import krippendorff
-
         alpha = krippendorff.alpha(value_counts=counts, level_of_measurement="nominal")
         repeatability["krippendorff_alpha"] = {
             "alpha": _float(alpha),

@@ -7,17 +7,16 @@ pages comes from ``metrics.services``; the views validate the query, call a serv
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView
 from django.db.models import Count
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
 from collection.models import Study
-from collection.services import ServiceError
+from common.csvexport import csv_download
+from common.errors import ServiceError
 from metrics import services
 from metrics.evaluation import COEFFICIENTS
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
@@ -139,21 +138,11 @@ def pairs_csv(request, slug: str):
     if study.status != Study.Status.FINISHED:
         return _not_finished(request, study, "its items")
     items = services.items_for_model_owners(study=study)
-
-    def lines():
-        writer = csv.writer(_Echo(), lineterminator="\n")
-        yield writer.writerow(["item", "token_a", "token_b", "area"])
-        for item in items.iterator(chunk_size=2000):
-            yield writer.writerow([item.pk, item.token_a.text, item.token_b.text, item.area.name])
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}-items.csv"'
-    return response
-
-
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
+    rows = (
+        [item.pk, item.token_a.text, item.token_b.text, item.area.name]
+        for item in items.iterator(chunk_size=2000)
+    )
+    return csv_download(f"{study.slug}-items.csv", ["item", "token_a", "token_b", "area"], rows)
 
 
 @login_required(login_url=LOGIN_URL)

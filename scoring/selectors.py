@@ -15,7 +15,8 @@ from django.db.models import Count
 
 from collection.models import Annotator, Ballot, BallotItem, Item, Study, Vote
 from collection.selectors import study_progress
-from collection.services import ServiceError, study_plan
+from collection.services import study_plan
+from common.errors import ServiceError
 from scoring.borda import final_order
 from scoring.models import ItemScore
 

@@ -19,7 +19,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from collection.models import Assignment, Ballot, Comparison, Item, Study
-from collection.services import ServiceError, ballot_open, leases_expire, study_plan
+from collection.services import ballot_open, leases_expire, study_plan
+from common.errors import ServiceError
 from scoring.borda import ballot_tallies, final_order, score_ballot, select_survivors
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.models import ItemScore

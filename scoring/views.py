@@ -6,9 +6,8 @@ many votes a study has.
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import StreamingHttpResponse
@@ -16,6 +15,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
 from collection.models import Ballot, Study
+from common.csvexport import csv_download
 from scoring.plots import rescaling_svg, scores_by_rank_svg
 from scoring.selectors import (
     VOTE_COLUMNS,
@@ -77,7 +77,7 @@ def export_dataset_csv(request, slug: str):
     """The dataset, one row per item in index order: tokens, area, ȳ, rank, totals, x per ballot."""
     study = get_object_or_404(Study, slug=slug)
     dataset = study_dataset(study=study)
-    return _csv_response(f"{study.slug}-dataset.csv", dataset.columns, dataset.csv_rows())
+    return csv_download(f"{study.slug}-dataset.csv", dataset.columns, dataset.csv_rows())
 
 
 @staff_member_required
@@ -102,27 +102,7 @@ def export_dataset_json(request, slug: str):
 def export_votes_csv(request, slug: str):
     """The raw votes, one row per vote in the order recorded."""
     study = get_object_or_404(Study, slug=slug)
-    return _csv_response(f"{study.slug}-votes.csv", VOTE_COLUMNS, study_vote_rows(study=study))
-
-
-class _Echo:
-    """A file-like object whose write returns the line, for csv.writer inside a generator."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def _csv_response(filename: str, header: Iterable[str], rows: Iterable[list]) -> StreamingHttpResponse:
-    writer = csv.writer(_Echo())
-
-    def lines() -> Iterator[str]:
-        yield writer.writerow(header)
-        for row in rows:
-            yield writer.writerow(["" if cell is None else cell for cell in row])
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return csv_download(f"{study.slug}-votes.csv", VOTE_COLUMNS, study_vote_rows(study=study))
 
 
 def _admin_url(study: Study) -> str | None:

@@ -110,19 +110,31 @@ def pytest_runtest_setup(item):
         require("Redis", *redis_problem())
 
 
+# The only reasons a test may skip: a service, Chromium or the examples extra that this machine does not
+# have (locally). Anything else that skips (a package missing, a forgotten importorskip) is a failure,
+# and with CI=true every skip is: CI installs everything, so a skip there is a test that did not run.
+SKIPPABLE_MARKERS = ("integration", "browser", "examples")
+
+
+def _skip_reason(report) -> str:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    if (
-        report.skipped
-        and not hasattr(report, "wasxfail")
-        and item.get_closest_marker("integration")
-        and env_flag("YARDSTICK_REQUIRE_INTEGRATION")
-    ):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        reason = reason.removeprefix("Skipped: ")
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return report
+    skippable = [name for name in SKIPPABLE_MARKERS if item.get_closest_marker(name)]
+    if not skippable:
         report.outcome = "failed"
-        report.longrepr = f"integration test skipped while YARDSTICK_REQUIRE_INTEGRATION=1: {reason}"
+        report.longrepr = (
+            f"skipped, but only tests marked {', '.join(SKIPPABLE_MARKERS)} may skip: {_skip_reason(report)}"
+        )
+    elif env_flag("CI") or ("integration" in skippable and env_flag("YARDSTICK_REQUIRE_INTEGRATION")):
+        report.outcome = "failed"
+        report.longrepr = f"{skippable[0]} test skipped with CI=true (CI must run it): {_skip_reason(report)}"
     return report
 
 

@@ -256,7 +256,10 @@ def test_an_unknown_choice_is_refused_naming_the_allowed_values():
     response = vote(client, assignment, "up")
 
     assert response.status_code == 400
-    assert response.json() == {"choice": ['"up" is not a choice: send one of "left", "right", "tie".']}
+    assert response.json() == {
+        "detail": 'choice: "up" is not a choice: send one of "left", "right", "tie".',
+        "errors": ['choice: "up" is not a choice: send one of "left", "right", "tie".'],
+    }
 
 
 def test_a_negative_client_response_time_is_refused():
@@ -267,7 +270,7 @@ def test_a_negative_client_response_time_is_refused():
     response = vote(client, assignment, client_response_ms=-5)
 
     assert response.status_code == 400
-    assert response.json() == {"client_response_ms": ["Ensure this value is greater than or equal to 0."]}
+    assert response.json()["errors"] == ["client_response_ms: Ensure this value is greater than or equal to 0."]
 
 
 def test_a_vote_after_the_lease_expired_is_409_and_not_recorded():
@@ -478,9 +481,9 @@ def test_a_keep_fraction_outside_0_1_is_refused_with_the_allowed_range(staff_cli
     )
 
     assert response.status_code == 400
-    assert response.json() == {
-        "keep_fraction": ["keep_fraction α must lie strictly between 0 and 1 (the paper uses 0.5), got 1.5"]
-    }
+    assert response.json()["errors"] == [
+        "keep_fraction: keep_fraction α must lie strictly between 0 and 1 (the paper uses 0.5), got 1.5"
+    ]
 
 
 def test_a_study_needs_appearances_or_a_comparison_budget(staff_client):
@@ -489,9 +492,9 @@ def test_a_study_needs_appearances_or_a_comparison_budget(staff_client):
     )
 
     assert response.status_code == 400
-    assert response.json() == {
-        "appearances": ["set appearances M (e.g. 20) or a comparison_budget from which M is derived"]
-    }
+    assert response.json()["errors"] == [
+        "appearances: set appearances M (e.g. 20) or a comparison_budget from which M is derived"
+    ]
 
 
 def test_a_plan_impossible_for_the_drafts_items_is_refused_with_the_plans_error(staff_client):
@@ -504,7 +507,7 @@ def test_a_plan_impossible_for_the_drafts_items_is_refused_with_the_plans_error(
     )
 
     assert response.status_code == 400
-    assert response.json() == {"plan": [str(plan_error.value)]}
+    assert response.json()["errors"] == [f"plan: {plan_error.value}"]
     study.refresh_from_db()
     assert study.ballot_count == 3
 
@@ -517,12 +520,10 @@ def test_a_running_study_keeps_its_plan_but_its_wording_can_change(staff_client)
     reworded = staff_client.patch(url, {"question": "Which pair is closer?"}, content_type="application/json")
 
     assert frozen.status_code == 400
-    assert frozen.json() == {
-        "appearances": [
-            "cannot change once the study has started (it is running); "
-            "duplicate the study to run it again with other values"
-        ]
-    }
+    assert frozen.json()["errors"] == [
+        "appearances: cannot change once the study has started (it is running); "
+        "duplicate the study to run it again with other values"
+    ]
     assert reworded.status_code == 200
     study.refresh_from_db()
     assert (study.appearances, study.question) == (4, "Which pair is closer?")

@@ -5,13 +5,12 @@ import pytest
 from collection.models import Item, SemanticArea, Study, Token
 from collection.services import (
     MAX_UPLOAD_BYTES,
-    ServiceError,
-    StudyStateError,
     items_generate,
     items_import_pairs,
     study_duplicate,
     tokens_import,
 )
+from common.errors import ServiceError, StudyStateError
 from tests.factories import make_study
 
 pytestmark = pytest.mark.django_db

@@ -9,13 +9,13 @@ from django.utils import timezone
 from collection.models import Assignment, Ballot, Comparison, Study, Vote
 from collection.services import (
     NextReason,
-    ServiceError,
     comparison_next_for,
     leases_expire,
     study_plan,
     study_start,
     vote_record,
 )
+from common.errors import ServiceError
 from tests.factories import annotators, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

@@ -444,6 +444,7 @@ def finished_animal_study(transactional_db):
     return study
 
 
+@pytest.mark.examples
 def test_the_client_scores_a_finished_study_with_minilm_and_submits_it(
     examples_extra, live_server, finished_animal_study, capsys, monkeypatch
 ):

@@ -124,7 +124,10 @@ def test_a_wrong_password_gets_no_token(django_user_model):
     response = Client().post("/api/auth/token/", {"username": "owner", "password": "wrong"})
 
     assert response.status_code == 400
-    assert response.json() == {"non_field_errors": ["Unable to log in with provided credentials."]}
+    assert response.json() == {
+        "detail": "Unable to log in with provided credentials.",
+        "errors": ["Unable to log in with provided credentials."],
+    }
     assert ApiToken.objects.count() == 0
 
 

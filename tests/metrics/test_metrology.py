@@ -3,6 +3,7 @@
 import itertools
 import math
 
+import krippendorff
 import numpy as np
 import pytest
 
@@ -146,7 +147,6 @@ def test_pair_value_counts_keep_pairs_judged_at_least_twice():
 
 
 def test_krippendorff_alpha_from_these_counts_matches_the_package_on_raw_data():
-    krippendorff = pytest.importorskip("krippendorff")
     # Three annotators, four pairs; rows are annotators, values the category (NaN: not judged).
     raw = np.array([[0, 1, 0, np.nan], [0, 1, 1, 0], [0, np.nan, 0, 0]], dtype=float)
     low, high, winner = [], [], []
@@ -160,6 +160,9 @@ def test_krippendorff_alpha_from_these_counts_matches_the_package_on_raw_data():
     assert krippendorff.alpha(value_counts=counts, level_of_measurement="nominal") == pytest.approx(
         krippendorff.alpha(reliability_data=raw, level_of_measurement="nominal")
     )
+    # By hand, from the coincidence matrix o00 = 6, o01 = o10 = 1, o11 = 2 (n0 = 7, n1 = 3, n = 10):
+    # α = 1 - (n - 1)·(o01 + o10) / (2·n0·n1) = 1 - 9·2/42 = 4/7.
+    assert krippendorff.alpha(value_counts=counts, level_of_measurement="nominal") == pytest.approx(4 / 7)
 
 
 def test_reproducibility_of_identical_and_of_shuffled_studies():

@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from collection.services import ServiceError, StudyStateError
+from common.errors import ServiceError, StudyStateError
 from metrics.models import Evaluation, Submission
 from metrics.services import leaderboard_for, submission_create, submission_parse
 from scoring.simulation import underlying_similarity

@@ -11,12 +11,12 @@ from django.test.utils import override_settings
 from collection.models import Ballot, Study
 from collection.services import (
     NextReason,
-    ServiceError,
     annotator_consent,
     annotator_for,
     comparison_next_for,
     vote_record,
 )
+from common.errors import ServiceError
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.management.commands.simulate import add_voter_model_arguments
 from scoring.simulation import DISTRIBUTIONS, SimulationConfig, draw_voters, underlying_similarity

@@ -1,0 +1,82 @@
+"""One error format for the whole REST API: ``{"detail": "...", "errors": ["...", ...]}``.
+
+DRF's own errors, a ``ServiceError`` raised by a service, invalid fields and a database that does not
+answer all leave the API in this shape (``ErrorSerializer`` documents it), so a client needs one parser
+for every 4xx and 5xx. Installed as ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from common.errors import ServiceError
+from common.unavailable import DATABASE_RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, is_database_unavailable
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error the API answers."""
+
+    detail = serializers.CharField(help_text="What is wrong and how to fix it.")
+    errors = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Every problem, one per line: the rows of an upload, or 'field: message' for a form.",
+    )
+
+
+def error_response(description: str) -> OpenApiResponse:
+    """An error response of the schema, with the common body."""
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+def flatten(detail, prefix: str = "") -> list[str]:
+    """'field: message' lines from a DRF validation error's detail (nested fields as 'field: 3: name: ')."""
+    if isinstance(detail, dict):
+        return [
+            line
+            for key, value in detail.items()
+            for line in flatten(value, prefix if key == "non_field_errors" else f"{prefix}{key}: ")
+        ]
+    if isinstance(detail, list):
+        return [line for value in detail for line in flatten(value, prefix)]
+    return [f"{prefix}{detail}"]
+
+
+def error_body(message: str, errors: list[str] | None = None) -> dict:
+    body = {"detail": message}
+    if errors:
+        body["errors"] = list(errors)
+    return body
+
+
+def exception_handler(exc, context):
+    """DRF's handler, with every error body in the common format and a dead database as 503."""
+    if isinstance(exc, ServiceError):
+        return Response(error_body(exc.message, exc.errors), status=exc.status)
+    if is_database_unavailable(exc):
+        return Response(
+            error_body(UNAVAILABLE_MESSAGE),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+        )
+    if isinstance(exc, ValidationError):
+        lines = flatten(exc.detail)
+        response = drf_exception_handler(exc, context)
+        response.data = error_body("; ".join(lines) or "the request is not valid", lines)
+        return response
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: Django's 500 handling (and its log) takes over
+    if isinstance(exc, (Http404, DjangoPermissionDenied)) or not isinstance(response.data, dict):
+        response.data = error_body(str(getattr(exc, "detail", exc)) or response.status_text)
+    elif "detail" in response.data:
+        response.data = error_body(str(response.data["detail"]))
+    if isinstance(exc, APIException) and getattr(exc, "wait", None) is not None:
+        response.headers.setdefault("Retry-After", str(int(exc.wait) + 1))
+    return response

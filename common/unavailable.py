@@ -1,0 +1,72 @@
+"""When the database does not answer: 503 with ``Retry-After``, never a 500.
+
+A database restart or a network blip is not a bug of ours; clients should wait and retry. The API
+answers JSON (``common.api``); pages answer a plain 503 page rendered without the database. The
+middleware catches what views raise; ``server_error`` (``handler500``) catches what middleware raises
+(the session or the user being loaded, a session being saved).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
+from django.template import loader
+from django.views.defaults import server_error as django_server_error
+
+logger = logging.getLogger(__name__)
+
+DATABASE_RETRY_AFTER_SECONDS = 5
+UNAVAILABLE_MESSAGE = (
+    "the service is briefly unavailable (its database does not answer); nothing was lost: "
+    f"retry in {DATABASE_RETRY_AFTER_SECONDS} seconds"
+)
+
+
+def is_database_unavailable(exc: BaseException | None) -> bool:
+    """A lost or refused database connection (not a constraint or data error, which are bugs)."""
+    return isinstance(exc, (OperationalError, InterfaceError))
+
+
+def wants_json(request) -> bool:
+    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
+
+
+def unavailable_response(request) -> HttpResponse:
+    if wants_json(request):
+        response = JsonResponse({"detail": UNAVAILABLE_MESSAGE}, status=503)
+    else:
+        body = loader.get_template("503.html").render({"retry_after": DATABASE_RETRY_AFTER_SECONDS})
+        response = HttpResponse(body, status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Turns a database that does not answer, raised by a view, into 503 (first in MIDDLEWARE)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if is_database_unavailable(exception):
+            logger.warning("database unavailable on %s %s: %s", request.method, request.path, exception)
+            return unavailable_response(request)
+        return None
+
+
+def server_error(request, template_name="500.html"):
+    """``handler500``: 503 when the error is the database being away, Django's 500 otherwise."""
+    exc = sys.exc_info()[1]
+    if is_database_unavailable(exc):
+        logger.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+        return unavailable_response(request)
+    if wants_json(request):
+        return JsonResponse({"detail": "an unexpected error; it has been logged"}, status=500)
+    return django_server_error(request, template_name=template_name)
