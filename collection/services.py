@@ -33,11 +33,14 @@ from collection.models import (
 )
 from collection.schedule import ballot_schedule
 from common.errors import ServiceError, StudyStateError
+from common.tasks import enqueue_on_commit
 from scoring.plan import BallotPlan, ballot_plan, plan_for_budget
 
 logger = logging.getLogger(__name__)
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
+# What closes a ballot whose closing task could not be sent (Celery beat, every SWEEP_SECONDS).
+BALLOT_CLOSE_RECOVERY = "the ballots sweep"
 MAX_REPORTED_ERRORS = 20
 
 
@@ -366,14 +369,23 @@ def ballot_open(*, study: Study, number: int, item_indices, now: datetime | None
     return ballot
 
 
-def study_close_current_ballot(*, study: Study) -> Ballot:
-    """Ask for the open ballot to be closed now, with the votes it has (the task runs after commit)."""
-    ballot = study.ballots.filter(status=Ballot.Status.OPEN).first()
+@transaction.atomic
+def study_close_current_ballot(*, study: Study, now: datetime | None = None) -> Ballot:
+    """Ask for the open ballot to be closed now, with the votes it has (the task runs after commit).
+
+    The request is stored first, as a deadline of now: if the closing task cannot be sent, the sweep
+    closes the ballot at its next run, as it closes every ballot past its deadline.
+    """
+    now = now or timezone.now()
+    ballot = study.ballots.select_for_update().filter(status=Ballot.Status.OPEN).first()
     if ballot is None:
         raise StudyStateError(f"the study has no open ballot (it is {study.status})")
+    if ballot.deadline is None or ballot.deadline > now:
+        ballot.deadline = now
+        ballot.save(update_fields=["deadline"])
     from scoring.tasks import ballot_close_task
 
-    transaction.on_commit(lambda: ballot_close_task.delay(ballot.pk))
+    enqueue_on_commit(ballot_close_task, ballot.pk, recovered_by=BALLOT_CLOSE_RECOVERY)
     return ballot
 
 
@@ -660,8 +672,9 @@ def vote_record(
     if recorded >= ballot.comparison_count:
         from scoring.tasks import ballot_close_task
 
-        ballot_id = ballot.pk
-        transaction.on_commit(lambda: ballot_close_task.delay(ballot_id))
+        # The vote is stored whatever happens to this message: a broker that is down is logged, and
+        # the sweep closes the fully voted ballot (common.tasks).
+        enqueue_on_commit(ballot_close_task, ballot.pk, recovered_by=BALLOT_CLOSE_RECOVERY)
     return vote, True
 
 

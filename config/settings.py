@@ -134,6 +134,10 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     # Expire leases, close ballots past their deadline or fully voted (a safety net for lost tasks).
     "ballots-sweep": {"task": "scoring.ballots_sweep", "schedule": env.float("SWEEP_SECONDS", default=15.0)},
+    "submissions-sweep": {
+        "task": "metrics.submissions_sweep",
+        "schedule": env.float("SWEEP_SECONDS", default=15.0),
+    },
 }
 # Beat's record of last runs; the default would be ./celerybeat-schedule, inside the code directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")

@@ -13,15 +13,18 @@ import json
 import logging
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import krippendorff
 import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
+from django.utils import timezone
 
 from collection.models import Ballot, Item, Study, Vote
 from common.csvexport import unescape_cell
 from common.errors import ServiceError, StudyStateError
+from common.tasks import enqueue, enqueue_on_commit
 from metrics.evaluation import COEFFICIENTS, annotator_agreement, evaluate, leaderboard
 from metrics.metrology import (
     BallotVotes,
@@ -362,7 +365,7 @@ def submission_create(
     else:
         from metrics.tasks import submission_evaluate_task
 
-        transaction.on_commit(lambda: submission_evaluate_task.delay(submission.pk))
+        enqueue_on_commit(submission_evaluate_task, submission.pk, recovered_by="the submissions sweep")
     return submission
 
 
@@ -372,6 +375,22 @@ def _model_score(submission: Submission) -> np.ndarray:
 
 def _progress(submission_id: int, percent: int) -> None:
     Submission.objects.filter(pk=submission_id).update(progress=percent)
+
+
+def submissions_sweep(*, now: datetime | None = None, stale_seconds: int = 60) -> int:
+    """Start again the evaluations still pending after ``stale_seconds`` (their task was never sent,
+    e.g. the broker was down when they were stored); returns how many (Celery beat)."""
+    from metrics.tasks import submission_evaluate_task
+
+    now = now or timezone.now()
+    pending = list(
+        Submission.objects.filter(
+            status=Submission.Status.PENDING, created_at__lte=now - timedelta(seconds=stale_seconds)
+        ).values_list("pk", flat=True)
+    )
+    for submission_id in pending:
+        enqueue(submission_evaluate_task, submission_id, recovered_by="the next submissions sweep")
+    return len(pending)
 
 
 def submission_evaluate(*, submission_id: int) -> Evaluation | None:

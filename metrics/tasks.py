@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from metrics.services import submission_evaluate
+from metrics.services import submission_evaluate, submissions_sweep
 
 
 @shared_task(name="metrics.submission_evaluate", acks_late=True)
@@ -25,3 +25,9 @@ def instrument_card_task(study_id: int) -> str:
         return "missing"
     instrument_card(study=study)
     return f"card of {study.slug}"
+
+
+@shared_task(name="metrics.submissions_sweep")
+def submissions_sweep_task() -> int:
+    """Beat: start again the evaluations whose task was never sent."""
+    return submissions_sweep()

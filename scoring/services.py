@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from django.utils import timezone
 from collection.models import Assignment, Ballot, Comparison, Item, Study
 from collection.services import ballot_open, leases_expire, study_plan
 from common.errors import ServiceError
+from common.tasks import enqueue, enqueue_on_commit
 from scoring.borda import ballot_tallies, final_order, score_ballot, select_survivors
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.models import ItemScore
@@ -256,7 +257,26 @@ def ballots_sweep(*, now: datetime | None = None) -> dict:
     for ballot_id in sorted(set(due) | set(complete)):
         ballot_close(ballot_id=ballot_id, now=now)
         closed += 1
-    return {"leases_expired": expired, "ballots_closed": closed}
+    return {
+        "leases_expired": expired,
+        "ballots_closed": closed,
+        "simulations_restarted": _simulations_restart(now),
+    }
+
+
+def _simulations_restart(now: datetime, stale_seconds: int = 60) -> int:
+    """Send again the simulations still pending after ``stale_seconds`` (their task was never sent)."""
+    from scoring.models import SimulationRun
+    from scoring.tasks import simulation_run_task
+
+    pending = list(
+        SimulationRun.objects.filter(
+            status=SimulationRun.Status.PENDING, created_at__lte=now - timedelta(seconds=stale_seconds)
+        ).values_list("pk", flat=True)
+    )
+    for run_id in pending:
+        enqueue(simulation_run_task, run_id, recovered_by="the next ballots sweep")
+    return len(pending)
 
 
 def _finite_or_none(value) -> float | None:
@@ -290,7 +310,7 @@ def simulation_request(*, study: Study, distribution: str = "exponential", repet
     run = SimulationRun.objects.create(
         study=study, parameters=config.as_dict(), repetitions=repetitions, requested_by=user
     )
-    transaction.on_commit(lambda: simulation_run_task.delay(run.pk))
+    enqueue_on_commit(simulation_run_task, run.pk, recovered_by="the ballots sweep (pending simulations)")
     return run
 
 

@@ -70,7 +70,9 @@ def _undeclared(root: Path = ROOT) -> list[str]:
                 if top.lower().replace("_", "-") not in allowed:
                     problems.append(f"{relative}: {top!r} is neither installed nor declared")
             elif not distributions & allowed:
-                problems.append(f"{relative}: {top!r} (from {', '.join(sorted(distributions))}) is not declared")
+                problems.append(
+                    f"{relative}: {top!r} (from {', '.join(sorted(distributions))}) is not declared"
+                )
     return problems
 
 

@@ -270,7 +270,9 @@ def test_a_negative_client_response_time_is_refused():
     response = vote(client, assignment, client_response_ms=-5)
 
     assert response.status_code == 400
-    assert response.json()["errors"] == ["client_response_ms: Ensure this value is greater than or equal to 0."]
+    assert response.json()["errors"] == [
+        "client_response_ms: Ensure this value is greater than or equal to 0."
+    ]
 
 
 def test_a_vote_after_the_lease_expired_is_409_and_not_recorded():
