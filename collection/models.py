@@ -10,9 +10,12 @@ from __future__ import annotations
 import secrets
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
+
+from collection import limits
 
 
 def _new_completion_code() -> str:
@@ -21,6 +24,10 @@ def _new_completion_code() -> str:
 
 def _new_seed() -> int:
     return secrets.randbits(62)
+
+
+def _new_participant_secret() -> str:
+    return secrets.token_hex(32)
 
 
 class Study(models.Model):
@@ -49,35 +56,66 @@ class Study(models.Model):
     )
     allow_ties = models.BooleanField(default=False, help_text='Offer an "equally related" answer.')
 
-    ballot_count = models.PositiveSmallIntegerField(default=7, help_text="n_b, the number of ballots (§2.5).")
+    ballot_count = models.PositiveSmallIntegerField(
+        default=7,
+        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_BALLOTS)],
+        help_text="n_b, the number of ballots (§2.5).",
+    )
     keep_fraction = models.FloatField(
         default=0.5, help_text="α, the fraction of items kept after each ballot."
     )
     appearances = models.PositiveIntegerField(
-        null=True, blank=True, default=20, help_text="M, appearances of each item in each ballot."
+        null=True,
+        blank=True,
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_APPEARANCES)],
+        help_text="M, appearances of each item in each ballot.",
     )
     comparison_budget = models.PositiveIntegerField(
         null=True,
         blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_TOTAL_COMPARISONS)],
         help_text="Instead of M: the total number of comparisons; M is derived from it.",
     )
     seconds_per_comparison = models.FloatField(
-        default=6.0, help_text="Mean time per comparison, for the cost estimate (Eq. 10)."
+        default=6.0,
+        validators=[MaxValueValidator(limits.MAX_SECONDS_PER_COMPARISON)],
+        help_text="Mean time per comparison, for the cost estimate (Eq. 10).",
     )
     lease_seconds = models.PositiveIntegerField(
-        default=300, help_text="How long an annotator holds a comparison before it returns to the pool."
+        default=300,
+        validators=[MinValueValidator(10), MaxValueValidator(limits.MAX_LEASE_SECONDS)],
+        help_text="How long an annotator holds a comparison before it returns to the pool.",
     )
     votes_per_annotator_per_ballot = models.PositiveIntegerField(
         null=True, blank=True, default=200, help_text="Cap per annotator and ballot (§2.5); blank for none."
     )
     ballot_deadline_hours = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Close a ballot this many hours after it opens, voted or not."
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_BALLOT_DEADLINE_HOURS)],
+        help_text="Close a ballot this many hours after it opens, voted or not.",
     )
     completion_code = models.CharField(max_length=32, default=_new_completion_code)
     completion_redirect_url = models.URLField(
         blank=True, help_text="Where annotators go when done, e.g. the crowd platform's completion URL."
     )
-    seed = models.BigIntegerField(default=_new_seed, help_text="Seed of the random schedules.")
+    seed = models.BigIntegerField(
+        default=_new_seed,
+        validators=[MinValueValidator(0), MaxValueValidator(limits.MAX_SEED)],
+        help_text="Seed of the random schedules.",
+    )
+    require_signed_links = models.BooleanField(
+        default=False,
+        help_text="Accept a participant id only with its signature (sig = HMAC-SHA256 of the id with the "
+        "study's participant secret), so that nobody can invent participant ids.",
+    )
+    participant_secret = models.CharField(
+        max_length=64,
+        default=_new_participant_secret,
+        editable=False,
+        help_text="The key of the participant links' signatures; keep it private.",
+    )
     item_source = models.CharField(
         max_length=200,
         blank=True,
@@ -136,6 +174,47 @@ class Study(models.Model):
                 condition=Q(lease_seconds__gte=10),
                 name="study_lease_at_least_10s",
                 violation_error_message="lease_seconds must be at least 10.",
+            ),
+            models.CheckConstraint(
+                condition=Q(ballot_count__lte=limits.MAX_BALLOTS),
+                name="study_ballot_count_bounded",
+                violation_error_message=f"ballot_count n_b must be at most {limits.MAX_BALLOTS} "
+                "(§2.7 suggests n_b ≲ 10; every ballot pauses the collection while it closes).",
+            ),
+            models.CheckConstraint(
+                condition=Q(appearances__isnull=True) | Q(appearances__lte=limits.MAX_APPEARANCES),
+                name="study_appearances_bounded",
+                violation_error_message=f"appearances M must be at most {limits.MAX_APPEARANCES:,} "
+                "(the paper uses 20; every appearance is a comparison to pay for).",
+            ),
+            models.CheckConstraint(
+                condition=Q(comparison_budget__isnull=True)
+                | Q(comparison_budget__lte=limits.MAX_TOTAL_COMPARISONS),
+                name="study_budget_bounded",
+                violation_error_message=f"comparison_budget must be at most {limits.MAX_TOTAL_COMPARISONS:,} "
+                "comparisons (833 person-hours at 6 s each).",
+            ),
+            models.CheckConstraint(
+                condition=Q(seconds_per_comparison__lte=limits.MAX_SECONDS_PER_COMPARISON),
+                name="study_seconds_bounded",
+                violation_error_message="seconds_per_comparison must be at most 3600 (an hour per comparison).",
+            ),
+            models.CheckConstraint(
+                condition=Q(lease_seconds__lte=limits.MAX_LEASE_SECONDS),
+                name="study_lease_bounded",
+                violation_error_message="lease_seconds must be at most 86400 (a day): a longer lease keeps "
+                "a comparison from everyone else.",
+            ),
+            models.CheckConstraint(
+                condition=Q(ballot_deadline_hours__isnull=True)
+                | Q(ballot_deadline_hours__lte=limits.MAX_BALLOT_DEADLINE_HOURS),
+                name="study_deadline_bounded",
+                violation_error_message="ballot_deadline_hours must be at most 8760 (a year).",
+            ),
+            models.CheckConstraint(
+                condition=Q(seed__gte=0) & Q(seed__lte=limits.MAX_SEED),
+                name="study_seed_bounded",
+                violation_error_message=f"seed must be a whole number from 0 to {limits.MAX_SEED:,}.",
             ),
         ]
 

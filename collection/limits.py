@@ -1,0 +1,25 @@
+"""Every size a study can reach, bounded, with the reason for each bound.
+
+A bound is there so that no request, however well-meant, can exhaust the server: each one is far above
+what a crowd study needs (the paper's study: 990 items, M = 20, 19,660 comparisons), and each refusal
+says the limit and why, so a researcher knows what to change.
+"""
+
+# Items per study. The metrics are measured to 10,000 items (a submission evaluates in about 10 s,
+# the card's bootstrap holds 1000 replicates × N floats); 20,000 keeps both within a worker's memory.
+MAX_ITEMS = 20_000
+# Tokens per study: every item pairs two tokens, so more tokens than items only add rows nobody votes on.
+MAX_TOKENS = 10_000
+# Items made by one generation inside a web request; larger generations run as a background task.
+SYNC_GENERATION_ITEMS = 5_000
+# Appearances M of an item per ballot. The paper uses 20; §2.7 asks M_top = n_b·M ≥ 100.
+MAX_APPEARANCES = 1_000
+# Comparisons of the whole plan (N_comp, Eq. 3). At 6 s each, 500,000 comparisons are 833 person-hours,
+# beyond any crowd budget; every comparison is a row, made when its ballot opens.
+MAX_TOTAL_COMPARISONS = 500_000
+# Ballots n_b: §2.7 suggests n_b ≲ 10; every ballot pauses the collection while it closes.
+MAX_BALLOTS = 50
+MAX_SECONDS_PER_COMPARISON = 3_600
+MAX_LEASE_SECONDS = 24 * 60 * 60
+MAX_BALLOT_DEADLINE_HOURS = 24 * 365
+MAX_SEED = 2**62
