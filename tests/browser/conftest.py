@@ -48,19 +48,99 @@ def chromium():
         browser.close()
 
 
-@pytest.fixture
-def page(chromium):
-    context = chromium.new_context(viewport={"width": 1100, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
+class BrowserConsole:
+    """What the pages of the watched browser contexts report: console messages and CSP violations.
+
+    A ``securitypolicyviolation`` listener is installed in every document before its own scripts run
+    (an init script, which CSP does not govern) and reports through an exposed binding, so a violation
+    is seen whichever page, frame or navigation it happens in. Chromium also writes every violation to
+    the console ("... violates the following Content Security Policy directive ..."),
+    which catches the ones a page without JavaScript cannot report.
+    """
+
+    def __init__(self):
+        self.messages: list[str] = []
+        self.violations: list[dict] = []
+        self.pages: list = []
+
+    def watch(self, context):
+        context.expose_binding("__yardstickCspViolation", self._violation)
+        context.add_init_script(
+            """document.addEventListener("securitypolicyviolation", (event) => {
+                window.__yardstickCspViolation({
+                    directive: event.effectiveDirective,
+                    blocked: event.blockedURI,
+                    source: event.sourceFile,
+                    line: event.lineNumber,
+                    sample: event.sample,
+                });
+            });"""
+        )
+        context.on("page", self._page)
+        return context
+
+    def _page(self, page):
+        self.pages.append(page)
+        page.on(
+            "console", lambda message: self.messages.append(f"{message.type}: {message.text} ({page.url})")
+        )
+
+    def _violation(self, source, report):
+        self.violations.append({**report, "page": source["page"].url})
+
+    def csp_problems(self) -> list[str]:
+        for page in self.pages:
+            if not page.is_closed():
+                try:
+                    page.evaluate("0")  # a round trip: reports already sent by the page arrive first
+                except Exception:  # a page without JavaScript, or one navigating: the console still speaks
+                    pass
+        reports = [
+            f"{v['directive']} blocked {v['blocked'] or 'inline'} on {v['page']} ({v['source']}:{v['line']})"
+            for v in self.violations
+        ]
+        return reports + [message for message in self.messages if "Content Security Policy" in message]
 
 
 @pytest.fixture
-def phone_page(chromium):
-    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
+def browser_console():
+    """Console messages and CSP violations of the test's pages; a test with a CSP violation fails."""
+    return BrowserConsole()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Fails a browser test whose pages violated the Content-Security-Policy, after its own checks."""
+    result = yield
+    console = item.funcargs.get("browser_console")
+    if console is not None:
+        problems = console.csp_problems()
+        if problems:
+            pytest.fail("Content-Security-Policy violations:\n" + "\n".join(problems), pytrace=False)
+    return result
+
+
+@pytest.fixture
+def new_context(chromium, browser_console):
+    """A factory of browser contexts whose pages ``browser_console`` watches; closed after the test."""
+    contexts = []
+
+    def make(**options):
+        context = browser_console.watch(chromium.new_context(**options))
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_context):
+    return new_context(viewport={"width": 1100, "height": 800}).new_page()
+
+
+@pytest.fixture
+def phone_page(new_context):
+    return new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True).new_page()

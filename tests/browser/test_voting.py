@@ -141,23 +141,18 @@ def test_when_the_api_fails_the_vote_goes_through_the_plain_form(page, live_serv
     assert vote.client_response_ms is not None
 
 
-def test_without_javascript_the_annotator_votes_with_the_plain_form(chromium, live_server):
+def test_without_javascript_the_annotator_votes_with_the_plain_form(new_context, live_server):
     study = study_with_words()
-    context = chromium.new_context(java_script_enabled=False, viewport={"width": 1100, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    try:
-        consent(page, live_server, study)
-        expect(page.locator("#vote-keys")).to_be_hidden()
-        for number in range(1, CAP + 1):
-            expect_comparison_of(page, "abc")
-            page.locator("#choice-left" if number % 2 else "#choice-right").click()
-            page.wait_for_load_state()
-            if number < CAP:
-                expect_progress(page, number)
-        expect(page.locator("#completion-code")).to_have_text(study.completion_code)
-    finally:
-        context.close()
+    page = new_context(java_script_enabled=False, viewport={"width": 1100, "height": 800}).new_page()
+    consent(page, live_server, study)
+    expect(page.locator("#vote-keys")).to_be_hidden()
+    for number in range(1, CAP + 1):
+        expect_comparison_of(page, "abc")
+        page.locator("#choice-left" if number % 2 else "#choice-right").click()
+        page.wait_for_load_state()
+        if number < CAP:
+            expect_progress(page, number)
+    expect(page.locator("#completion-code")).to_have_text(study.completion_code)
     recorded = list(Vote.objects.order_by("pk").values_list("choice", "client_response_ms"))
     assert recorded == [("left", None), ("right", None), ("left", None), ("right", None)]
 
