@@ -26,15 +26,21 @@ from collection.forms import (
     StudyAdminForm,
     TokensUploadForm,
 )
-from collection.models import Annotator, Ballot, Item, SemanticArea, Study, Token, Vote
+from collection.models import Annotator, Ballot, Item, SemanticArea, Study, StudyChange, StudyJob, Token, Vote
 from collection.selectors import study_progress
 from collection.services import (
-    items_generate,
+    STUDY_SETTINGS,
+    items_generate_start,
     items_import_pairs,
     study_close_current_ballot,
+    study_create,
+    study_delete,
     study_duplicate,
+    study_job_done_count,
     study_plan,
+    study_settings_frozen,
     study_start,
+    study_update,
     tokens_import,
 )
 from common.errors import ServiceError
@@ -46,8 +52,7 @@ admin.site.site_header = "Yardstick"
 admin.site.site_title = "Yardstick admin"
 admin.site.index_title = "Studies, pools, votes and scores"
 
-PLAN_FIELDS = ("ballot_count", "keep_fraction", "appearances", "comparison_budget", "seconds_per_comparison")
-RECORD_FIELDS = ("status", "seed", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
+RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
 SIMULATIONS_SHOWN = 10
 EXPORTS = (
     ("scoring:export-dataset-csv", "Dataset (CSV)"),
@@ -181,6 +186,7 @@ class StudyAdmin(admin.ModelAdmin):
                         ("ballot_count", "keep_fraction"),
                         ("appearances", "comparison_budget"),
                         "seconds_per_comparison",
+                        "seed",
                     ),
                     "description": (
                         "n_b ballots; after each, the fraction α of the items with the best scores goes on to "
@@ -203,26 +209,54 @@ class StudyAdmin(admin.ModelAdmin):
                     )
                 },
             ),
+            ("Evaluation of models", {"fields": ("minimum_coverage", "relevant_top_k")}),
         ]
         if obj is not None:
             fieldsets.append(("Record", {"fields": RECORD_FIELDS}))
         return fieldsets
 
     def get_readonly_fields(self, request, obj=None):
-        if obj is not None and not obj.is_draft:
-            # The slug is in the annotators' links and the plan shaped the ballots already opened.
-            return RECORD_FIELDS + ("slug",) + PLAN_FIELDS
-        return RECORD_FIELDS
+        # What the study's state freezes, by the services' rules (the API refuses the same with 409).
+        frozen = study_settings_frozen(status=obj.status) if obj is not None else ()
+        return RECORD_FIELDS + frozen
 
     def get_prepopulated_fields(self, request, obj=None):
         return {"slug": ("name",)} if obj is None else {}
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
+        # Through the services: they check the state on the locked row and record a started study's changes.
+        if change:
+            changes = {
+                name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data
+            }
+            saved = study_update(
+                study=obj, changes=changes, user=request.user, channel=StudyChange.Channel.ADMIN
+            )
+        else:
+            values = {name: form.cleaned_data[name] for name in form.fields if name in form.cleaned_data}
+            saved = study_create(values=values, user=request.user)
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+        obj._state.adding = False
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ServiceError as exc:  # the study changed state between the form's check and the save
+            self.message_user(request, f"Nothing was saved. {_sentence(exc.message)}", messages.ERROR)
+            return redirect(request.get_full_path())
 
     # --- deletion: drafts only
+
+    def delete_model(self, request, obj):
+        study_delete(study=obj)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ServiceError as exc:  # started between the confirmation page and the deletion
+            self.message_user(request, f"Nothing was deleted. {_sentence(exc.message)}", messages.ERROR)
+            return redirect(reverse("admin:collection_study_change", args=[unquote(object_id)]))
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or obj.is_draft)
@@ -264,6 +298,14 @@ class StudyAdmin(admin.ModelAdmin):
         )
         context["token_total"] = study.tokens.count()
         context["item_total"] = study.items.count()
+        job = study.jobs.first()
+        if job is not None and (not job.finished or job.status == StudyJob.Status.FAILED):
+            done = study_job_done_count(job)
+            context["job"] = {
+                "job": job,
+                "done": done,
+                "percent": round(100 * done / job.total) if job.total else 0,
+            }
         entry = _reverse_for_study("collection:entry", study) or f"/s/{study.slug}/"
         context["entry_url"] = request.build_absolute_uri(entry)
         if not study.is_draft:
@@ -274,7 +316,19 @@ class StudyAdmin(admin.ModelAdmin):
                 (label, url) for name, label in EXPORTS if (url := _reverse_for_study(name, study))
             ]
         context.update(self._simulations_context(study))
+        context.update(self._changes_context(study))
         return context
+
+    @staticmethod
+    def _changes_context(study: Study) -> dict:
+        """The audit trail of a started study, and what its state freezes, with the reasons."""
+        frozen: dict[str, list[str]] = {}
+        for name in study_settings_frozen(status=study.status):
+            frozen.setdefault(STUDY_SETTINGS[name].frozen_because, []).append(STUDY_SETTINGS[name].label)
+        return {
+            "study_changes": [] if study.is_draft else list(study.changes.all()),
+            "frozen_settings": [(", ".join(labels), reason) for reason, labels in frozen.items()],
+        }
 
     def _plan_context(self, study: Study) -> dict:
         try:
@@ -448,16 +502,26 @@ class StudyAdmin(admin.ModelAdmin):
         error = None
         if request.method == "POST" and form.is_valid():
             try:
-                report = items_generate(study=study, max_per_area=form.cleaned_data["max_per_area"])
+                outcome = items_generate_start(
+                    study=study, max_per_area=form.cleaned_data["max_per_area"], user=request.user
+                )
             except ServiceError as exc:
                 error = exc
             else:
+                if isinstance(outcome, StudyJob):
+                    self.message_user(
+                        request,
+                        f"Generating {_count(outcome.total, 'item')} of “{study}” in the background (job "
+                        f"{outcome.pk}): the Pools panel shows its progress; reload the page to follow it.",
+                        messages.SUCCESS,
+                    )
+                    return redirect(self._change_url(study, "#pools"))
                 self.message_user(
                     request,
-                    f"Generated {_count(report.items_created, 'item')} in “{study}”.",
+                    f"Generated {_count(outcome.items_created, 'item')} in “{study}”.",
                     messages.SUCCESS,
                 )
-                for warning in report.warnings:
+                for warning in outcome.warnings:
                     self.message_user(request, _sentence(warning), messages.WARNING)
                 return redirect(self._change_url(study, "#plan"))
         current = study.items.count()
@@ -721,6 +785,34 @@ class StudyAdmin(admin.ModelAdmin):
     def simulate_plans(self, request, queryset):
         for study in queryset:
             self._simulate(request, study)
+
+
+@admin.register(StudyChange)
+class StudyChangeAdmin(ReadOnlyAdmin):
+    """The audit trail of every study: settings changed after the start, never edited."""
+
+    list_display = (
+        "changed_at",
+        "study",
+        "setting",
+        "old_shown",
+        "new_shown",
+        "username",
+        "channel",
+        "study_status",
+    )
+    list_filter = ("channel", "study_status", "setting", "study")
+    search_fields = ("study__name", "study__slug", "username", "setting")
+    list_select_related = ("study",)
+    date_hierarchy = "changed_at"
+
+    @admin.display(description="from")
+    def old_shown(self, change: StudyChange) -> str:
+        return change.old_shown
+
+    @admin.display(description="to")
+    def new_shown(self, change: StudyChange) -> str:
+        return change.new_shown
 
 
 # --- pools, ballots, annotators and votes: read-only ---------------------------------------------

@@ -1,11 +1,13 @@
 """The REST API: staff manage studies and read results; annotators get comparisons and vote.
 
-Views stay thin: validate with a serializer, call one service, serialize what it returns. A
-``ServiceError`` becomes its HTTP status with ``{"detail": message}`` (and ``"errors"`` for uploads).
+Views stay thin: validate with a serializer, call one service, serialize what it returns. Errors,
+a ``ServiceError`` included, leave in the common format of ``common.api``; ``common.schema`` documents
+the statuses every operation shares, and the views describe their own.
 """
 
 from __future__ import annotations
 
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.types import OpenApiTypes
@@ -13,7 +15,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import status, viewsets
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, NotFound
+from rest_framework.exceptions import NotFound
 from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -21,14 +23,13 @@ from rest_framework.views import APIView
 
 from collection import selectors, services
 from collection.identity import annotator_from_request
-from collection.models import Study
+from collection.models import Study, StudyChange, StudyJob
 from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
 from collection.results_selectors import study_results
 from collection.serializers import (
     BallotClosingSerializer,
     BallotProgressSerializer,
     CsvUploadSerializer,
-    ErrorSerializer,
     ImportReportSerializer,
     ItemSerializer,
     ItemsGenerateSerializer,
@@ -36,36 +37,19 @@ from collection.serializers import (
     PlanSerializer,
     ResultSerializer,
     StudyDuplicateSerializer,
+    StudyJobSerializer,
     StudySerializer,
     TokenSerializer,
     VoteRequestSerializer,
     VoteResultSerializer,
 )
 from collection.services import MAX_UPLOAD_BYTES
-from common.errors import ServiceError, StudyStateError
-
-
-class ServiceErrorResponses:
-    """Turns a ``ServiceError`` into its status with ``{"detail", "errors"?}``."""
-
-    def handle_exception(self, exc):
-        if isinstance(exc, ServiceError):
-            body = {"detail": exc.message}
-            if exc.errors:
-                body["errors"] = exc.errors
-            return Response(body, status=exc.status)
-        return super().handle_exception(exc)
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorSerializer, description=description)
-
+from common.api import error_response
+from common.errors import ServiceError
+from common.parsers import RequestTooLarge
+from common.throttling import ANNOTATOR_THROTTLES
 
 # --- uploads -------------------------------------------------------------------------------------
-
-
-class UploadTooLarge(APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
 
 
 def _too_large(size: int) -> str:
@@ -81,7 +65,7 @@ class CsvParser(BaseParser):
         data = stream.read(MAX_UPLOAD_BYTES + 1)
         if len(data) > MAX_UPLOAD_BYTES:
             declared = int(parser_context["request"].META.get("CONTENT_LENGTH") or 0)
-            raise UploadTooLarge(_too_large(max(declared, len(data))))
+            raise RequestTooLarge(_too_large(max(declared, len(data))))
         return data
 
 
@@ -106,7 +90,7 @@ def uploaded_csv(request) -> bytes:
 
 # --- staff ---------------------------------------------------------------------------------------
 
-STAFF_ERRORS = {403: _error("Not logged in as staff.")}
+STAFF_ERRORS = {403: error_response("Not logged in as staff.")}
 
 
 @extend_schema_view(
@@ -117,11 +101,11 @@ STAFF_ERRORS = {403: _error("Not logged in as staff.")}
     partial_update=extend_schema(summary="Change some fields of a study (its plan only while it is a draft)"),
     destroy=extend_schema(
         summary="Delete a draft study",
-        responses={204: None, 409: _error("The study has started; its votes are kept.")},
+        responses={204: None, 409: error_response("The study has started; its votes are kept.")},
     ),
 )
 @extend_schema(tags=["staff"])
-class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
+class StudyViewSet(viewsets.ModelViewSet):
     """For staff: studies, their pools, plan, lifecycle and results."""
 
     queryset = Study.objects.select_related("created_by", "duplicated_from")
@@ -138,16 +122,20 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
         self.check_object_permissions(self.request, study)
         return study
 
+    # The serializers check the shape of the fields; the services decide what each state allows.
     def perform_create(self, serializer):
-        serializer.save(created_by=self.request.user)
+        serializer.instance = services.study_create(values=serializer.validated_data, user=self.request.user)
+
+    def perform_update(self, serializer):
+        serializer.instance = services.study_update(
+            study=serializer.instance,
+            changes=serializer.validated_data,
+            user=self.request.user,
+            channel=StudyChange.Channel.API,
+        )
 
     def perform_destroy(self, instance: Study):
-        # Conditional delete: a study started meanwhile is not deleted, whoever wins the race.
-        deleted, _ = Study.objects.filter(pk=instance.pk, status=Study.Status.DRAFT).delete()
-        if not deleted:
-            raise StudyStateError(
-                f"the study is {instance.status}: only a draft can be deleted, so that no votes are lost"
-            )
+        services.study_delete(study=instance)
 
     # --- pools ---
 
@@ -164,9 +152,9 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
         request=UPLOAD_REQUEST,
         responses={
             201: ImportReportSerializer,
-            400: _error("The file has problems, listed by line in errors; nothing was imported."),
-            409: _error("The study has started; its pools are frozen."),
-            413: _error("The file is larger than 2 MiB."),
+            400: error_response("The file has problems, listed by line in errors; nothing was imported."),
+            409: error_response("The study has started; its pools are frozen."),
+            413: error_response("The file is larger than 2 MiB."),
         },
     )
     @tokens.mapping.post
@@ -184,9 +172,18 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
         return self.get_paginated_response(ItemSerializer(page, many=True).data)
 
     @extend_schema(
-        summary="Replace the items by all pairs of tokens within each area",
+        summary="Replace the items by all pairs of tokens within each area (a background job when large)",
         request=ItemsGenerateSerializer,
-        responses={201: ImportReportSerializer, 400: _error("Too few tokens."), 409: _error("Not a draft.")},
+        responses={
+            201: OpenApiResponse(ImportReportSerializer, description="Generated at once (few items)."),
+            202: OpenApiResponse(
+                StudyJobSerializer,
+                description="More items than a request makes: a job generates them; GET its url for progress.",
+            ),
+            400: error_response("Too few tokens, or a bad cap."),
+            409: error_response("Not a draft, or another job of the study is running."),
+            413: error_response("More items than a study holds (collection/limits.py)."),
+        },
     )
     @action(
         detail=True, methods=["post"], url_path="items/generate", serializer_class=ItemsGenerateSerializer
@@ -195,19 +192,39 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
         study = self.get_object()
         serializer = ItemsGenerateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        report = services.items_generate(
-            study=study, max_per_area=serializer.validated_data.get("max_per_area")
+        outcome = services.items_generate_start(
+            study=study, max_per_area=serializer.validated_data.get("max_per_area"), user=request.user
         )
-        return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
+        if isinstance(outcome, StudyJob):
+            return Response(study_job_body(outcome), status=status.HTTP_202_ACCEPTED)
+        return Response(ImportReportSerializer(outcome).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="A job of the study (generating items): its state and progress",
+        responses={200: StudyJobSerializer, 404: error_response("No such job of this study.")},
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=r"jobs/(?P<job_id>[0-9]+)",
+        pagination_class=None,
+        serializer_class=StudyJobSerializer,
+    )
+    def job(self, request, slug=None, job_id=None):
+        study = self.get_object()
+        job = study.jobs.filter(pk=int(job_id)).first()
+        if job is None:
+            raise NotFound(f"study {study.slug!r} has no job {job_id}")
+        return Response(study_job_body(job))
 
     @extend_schema(
         summary="Replace the items by explicit pairs from CSV (token_a, token_b); all or nothing",
         request=UPLOAD_REQUEST,
         responses={
             201: ImportReportSerializer,
-            400: _error("The file has problems, listed by line in errors; nothing was imported."),
-            409: _error("The study has started; its pools are frozen."),
-            413: _error("The file is larger than 2 MiB."),
+            400: error_response("The file has problems, listed by line in errors; nothing was imported."),
+            409: error_response("The study has started; its pools are frozen."),
+            413: error_response("The file is larger than 2 MiB."),
         },
     )
     @action(
@@ -226,7 +243,7 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
 
     @extend_schema(
         summary="The ballot plan for the current items (Eq. 2-4, 10) with the §2.7 warnings",
-        responses={200: PlanSerializer, 400: _error("The plan is impossible for these items.")},
+        responses={200: PlanSerializer, 400: error_response("The plan is impossible for these items.")},
     )
     @action(detail=True, methods=["get"], serializer_class=PlanSerializer)
     def plan(self, request, slug=None):
@@ -236,7 +253,11 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
     @extend_schema(
         summary="Start the study: freeze the plan and open ballot 1",
         request=None,
-        responses={200: StudySerializer, 400: _error("The plan is impossible."), 409: _error("Not a draft.")},
+        responses={
+            200: StudySerializer,
+            400: error_response("The plan is impossible."),
+            409: error_response("Not a draft."),
+        },
     )
     @action(detail=True, methods=["post"])
     def start(self, request, slug=None):
@@ -247,7 +268,7 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
     @extend_schema(
         summary="Close the open ballot now, with the votes it has",
         request=None,
-        responses={202: BallotClosingSerializer, 409: _error("No ballot is open.")},
+        responses={202: BallotClosingSerializer, 409: error_response("No ballot is open.")},
     )
     @action(detail=True, methods=["post"], url_path="close-ballot")
     def close_ballot(self, request, slug=None):
@@ -285,12 +306,29 @@ class StudyViewSet(ServiceErrorResponses, viewsets.ModelViewSet):
 
     @extend_schema(
         summary="The final ranking: items by final score ȳ, with x(k) per ballot",
-        responses={200: ResultSerializer(many=True), 409: _error("The study is not finished yet.")},
+        responses={200: ResultSerializer(many=True), 409: error_response("The study is not finished yet.")},
     )
     @action(detail=True, methods=["get"], pagination_class=None, serializer_class=ResultSerializer)
     def results(self, request, slug=None):
         study = self.get_object()
         return Response(ResultSerializer(study_results(study=study), many=True).data)
+
+
+def study_job_body(job: StudyJob) -> dict:
+    done = services.study_job_done_count(job)
+    return StudyJobSerializer(
+        {
+            "id": job.pk,
+            "kind": job.kind,
+            "status": job.status,
+            "done": done,
+            "total": job.total,
+            "percent": round(100 * done / job.total) if job.total else 100,
+            "result": job.result,
+            "error": job.error,
+            "url": reverse("api:study-job", args=[job.study.slug, job.pk]),
+        }
+    ).data
 
 
 # --- annotators ----------------------------------------------------------------------------------
@@ -307,11 +345,13 @@ def _study_or_404(slug: str) -> Study:
 
 
 @method_decorator(ensure_csrf_cookie, name="dispatch")  # API clients get the token for their votes here
-class ComparisonNextView(ServiceErrorResponses, APIView):
+class ComparisonNextView(APIView):
     """For annotators: lease the next comparison of the open ballot, with both items and the progress."""
 
     authentication_classes = ANNOTATOR_AUTHENTICATION
     permission_classes = [AllowAny]  # the annotator is checked per study: consented_annotator()
+    throttle_classes = ANNOTATOR_THROTTLES
+    throttle_scope = "next"
 
     @extend_schema(
         summary="Your next comparison (the one you hold while its lease runs)",
@@ -320,8 +360,8 @@ class ComparisonNextView(ServiceErrorResponses, APIView):
         responses={
             200: NextComparisonSerializer,
             204: OpenApiResponse(description="No comparison for you now; X-Yardstick-Reason says why."),
-            403: _error("Open the study link first, and give your consent."),
-            404: _error("No such study."),
+            403: error_response("Open the study link first, and give your consent."),
+            404: error_response("No such study."),
         },
         parameters=[
             OpenApiParameter(
@@ -371,11 +411,13 @@ class ComparisonNextView(ServiceErrorResponses, APIView):
         return Response(NextComparisonSerializer(body).data)
 
 
-class VoteView(ServiceErrorResponses, APIView):
+class VoteView(APIView):
     """For annotators: record the vote on an assignment, once; a retried request returns the same vote."""
 
     authentication_classes = ANNOTATOR_AUTHENTICATION
     permission_classes = [AllowAny]  # the annotator is the one of the assignment's study, or 404
+    throttle_classes = ANNOTATOR_THROTTLES
+    throttle_scope = "vote"
 
     @extend_schema(
         summary="Vote on your assignment; a retry returns the vote already recorded",
@@ -385,10 +427,10 @@ class VoteView(ServiceErrorResponses, APIView):
         responses={
             201: VoteResultSerializer,
             200: OpenApiResponse(VoteResultSerializer, description="Already recorded by an earlier request."),
-            400: _error("A choice the study does not offer, or a malformed request."),
-            403: _error("A session request without the CSRF token."),
-            404: _error("Not one of your assignments."),
-            409: _error("The lease expired or the ballot closed."),
+            400: error_response("A choice the study does not offer, or a malformed request."),
+            403: error_response("A session request without the CSRF token."),
+            404: error_response("Not one of your assignments."),
+            409: error_response("The lease expired or the ballot closed."),
         },
     )
     def post(self, request):

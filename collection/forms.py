@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 from django import forms
+from django.db import models
 from django.utils.html import escape
 
 from collection.models import Study
-from collection.services import MAX_UPLOAD_BYTES
+from collection.services import MAX_UPLOAD_BYTES, study_setting_problems
 from scoring.simulation import DISTRIBUTIONS
 
 DISTRIBUTION_LABELS = {
@@ -16,8 +19,27 @@ DISTRIBUTION_LABELS = {
 }
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _https_urls(field, **kwargs):
+    # The admin rebuilds the form without a read-only declared field (a finished study's completion
+    # URL) from the model's fields: assume https there too, as the declared field does.
+    if isinstance(field, models.URLField):
+        kwargs.setdefault("assume_scheme", "https")
+    return field.formfield(**kwargs)
+
+
 class StudyAdminForm(forms.ModelForm):
-    """The study form, with the plan's rules said in words instead of failed database constraints."""
+    """The study form: each field's shape said in words instead of failed database constraints.
+
+    The rules between fields and of the study's state are the services' (``study_setting_problems``,
+    ``STUDY_SETTINGS``): the form shows their problems beside the fields, and the admin saves through
+    ``study_create`` and ``study_update``, which check them again on the locked row.
+    """
 
     completion_redirect_url = forms.URLField(
         required=False,
@@ -44,12 +66,39 @@ class StudyAdminForm(forms.ModelForm):
             "ballot_deadline_hours",
             "completion_redirect_url",
             "completion_code",
+            "seed",
+            "minimum_coverage",
+            "relevant_top_k",
         )
+        formfield_callback = _https_urls
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if "slug" in self.fields:  # the admin renders help texts as HTML: "<slug>" would vanish
             self.fields["slug"].help_text = escape(self.fields["slug"].help_text)
+        if "seed" in self.fields:
+            self.fields["seed"].required = False
+            self.fields["seed"].help_text += " Blank: keep the current one (a random seed for a new study)."
+
+    def clean_question(self):
+        return self.cleaned_data["question"].replace("\r\n", "\n")
+
+    def clean_instructions(self):
+        # Browsers send CRLF: unchanged text must not count as a change of a running study.
+        return self.cleaned_data["instructions"].replace("\r\n", "\n")
+
+    def clean_seed(self):
+        value = self.cleaned_data["seed"]
+        return self.instance.seed if value is None else value
+
+    def clean_minimum_coverage(self):
+        value = self.cleaned_data["minimum_coverage"]
+        if value is not None and not 0 <= value <= 1:
+            raise forms.ValidationError(
+                "The minimum coverage is a share of the items, from 0 to 1: 0.5 refuses models that score "
+                "fewer than half of them."
+            )
+        return value
 
     def clean_keep_fraction(self):
         value = self.cleaned_data["keep_fraction"]
@@ -87,22 +136,16 @@ class StudyAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        # Both plan fields are absent from the form once the plan is frozen (the study has started).
-        if "appearances" in self.fields and "comparison_budget" in self.fields:
-            appearances = cleaned.get("appearances")
-            budget = cleaned.get("comparison_budget")
-            if appearances and budget:
-                raise forms.ValidationError(
-                    "Give either the appearances M or a comparison budget, not both: with a budget, "
-                    "M is derived from it. Clear one of the two fields."
-                )
-            if not appearances and not budget and not self.has_error("appearances"):
-                # On the field, so that the database constraint saying the same is not reported twice.
-                self.add_error(
-                    "appearances",
-                    "The plan needs the appearances M of each item per ballot (the paper uses 20) "
-                    "or a comparison budget from which M is derived.",
-                )
+        fields = [name for name in self.fields if name in cleaned]
+        changed = fields if self.instance.pk is None else [n for n in self.changed_data if n in cleaned]
+        candidate = copy.copy(self.instance)
+        for name in fields:
+            setattr(candidate, name, cleaned[name])
+        for name, message in study_setting_problems(study=candidate, changed=changed):
+            field = name if name in self.fields else None
+            if field is not None and self.has_error(field):
+                continue
+            self.add_error(field, _sentence(message if name is None or field else f"{name}: {message}"))
         return cleaned
 
 

@@ -23,3 +23,22 @@ MAX_SECONDS_PER_COMPARISON = 3_600
 MAX_LEASE_SECONDS = 24 * 60 * 60
 MAX_BALLOT_DEADLINE_HOURS = 24 * 365
 MAX_SEED = 2**62
+
+# What a refusal says: the limit and why.
+BALLOTS_MESSAGE = (
+    f"ballot_count n_b must be at most {MAX_BALLOTS} (§2.7 suggests n_b ≲ 10; every ballot pauses the "
+    "collection while it closes)."
+)
+APPEARANCES_MESSAGE = (
+    f"appearances M must be at most {MAX_APPEARANCES:,} (the paper uses 20; every appearance is a comparison "
+    "to pay for)."
+)
+BUDGET_MESSAGE = (
+    f"comparison_budget must be at most {MAX_TOTAL_COMPARISONS:,} comparisons (833 person-hours at 6 s each)."
+)
+SECONDS_MESSAGE = "seconds_per_comparison must be at most 3600 (an hour per comparison)."
+LEASE_MESSAGE = (
+    "lease_seconds must be at most 86400 (a day): a longer lease keeps a comparison from everyone else."
+)
+DEADLINE_MESSAGE = "ballot_deadline_hours must be at most 8760 (a year)."
+SEED_MESSAGE = f"seed must be a whole number from 0 to {MAX_SEED:,}."

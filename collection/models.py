@@ -58,7 +58,10 @@ class Study(models.Model):
 
     ballot_count = models.PositiveSmallIntegerField(
         default=7,
-        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_BALLOTS)],
+        validators=[
+            MinValueValidator(1),
+            MaxValueValidator(limits.MAX_BALLOTS, message=limits.BALLOTS_MESSAGE),
+        ],
         help_text="n_b, the number of ballots (§2.5).",
     )
     keep_fraction = models.FloatField(
@@ -68,23 +71,32 @@ class Study(models.Model):
         null=True,
         blank=True,
         default=20,
-        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_APPEARANCES)],
+        validators=[
+            MinValueValidator(1),
+            MaxValueValidator(limits.MAX_APPEARANCES, message=limits.APPEARANCES_MESSAGE),
+        ],
         help_text="M, appearances of each item in each ballot.",
     )
     comparison_budget = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_TOTAL_COMPARISONS)],
+        validators=[
+            MinValueValidator(1),
+            MaxValueValidator(limits.MAX_TOTAL_COMPARISONS, message=limits.BUDGET_MESSAGE),
+        ],
         help_text="Instead of M: the total number of comparisons; M is derived from it.",
     )
     seconds_per_comparison = models.FloatField(
         default=6.0,
-        validators=[MaxValueValidator(limits.MAX_SECONDS_PER_COMPARISON)],
+        validators=[MaxValueValidator(limits.MAX_SECONDS_PER_COMPARISON, message=limits.SECONDS_MESSAGE)],
         help_text="Mean time per comparison, for the cost estimate (Eq. 10).",
     )
     lease_seconds = models.PositiveIntegerField(
         default=300,
-        validators=[MinValueValidator(10), MaxValueValidator(limits.MAX_LEASE_SECONDS)],
+        validators=[
+            MinValueValidator(10),
+            MaxValueValidator(limits.MAX_LEASE_SECONDS, message=limits.LEASE_MESSAGE),
+        ],
         help_text="How long an annotator holds a comparison before it returns to the pool.",
     )
     votes_per_annotator_per_ballot = models.PositiveIntegerField(
@@ -93,7 +105,10 @@ class Study(models.Model):
     ballot_deadline_hours = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_BALLOT_DEADLINE_HOURS)],
+        validators=[
+            MinValueValidator(1),
+            MaxValueValidator(limits.MAX_BALLOT_DEADLINE_HOURS, message=limits.DEADLINE_MESSAGE),
+        ],
         help_text="Close a ballot this many hours after it opens, voted or not.",
     )
     completion_code = models.CharField(max_length=32, default=_new_completion_code)
@@ -102,7 +117,10 @@ class Study(models.Model):
     )
     seed = models.BigIntegerField(
         default=_new_seed,
-        validators=[MinValueValidator(0), MaxValueValidator(limits.MAX_SEED)],
+        validators=[
+            MinValueValidator(0, message=limits.SEED_MESSAGE),
+            MaxValueValidator(limits.MAX_SEED, message=limits.SEED_MESSAGE),
+        ],
         help_text="Seed of the random schedules.",
     )
     require_signed_links = models.BooleanField(
@@ -178,43 +196,39 @@ class Study(models.Model):
             models.CheckConstraint(
                 condition=Q(ballot_count__lte=limits.MAX_BALLOTS),
                 name="study_ballot_count_bounded",
-                violation_error_message=f"ballot_count n_b must be at most {limits.MAX_BALLOTS} "
-                "(§2.7 suggests n_b ≲ 10; every ballot pauses the collection while it closes).",
+                violation_error_message=limits.BALLOTS_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(appearances__isnull=True) | Q(appearances__lte=limits.MAX_APPEARANCES),
                 name="study_appearances_bounded",
-                violation_error_message=f"appearances M must be at most {limits.MAX_APPEARANCES:,} "
-                "(the paper uses 20; every appearance is a comparison to pay for).",
+                violation_error_message=limits.APPEARANCES_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(comparison_budget__isnull=True)
                 | Q(comparison_budget__lte=limits.MAX_TOTAL_COMPARISONS),
                 name="study_budget_bounded",
-                violation_error_message=f"comparison_budget must be at most {limits.MAX_TOTAL_COMPARISONS:,} "
-                "comparisons (833 person-hours at 6 s each).",
+                violation_error_message=limits.BUDGET_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(seconds_per_comparison__lte=limits.MAX_SECONDS_PER_COMPARISON),
                 name="study_seconds_bounded",
-                violation_error_message="seconds_per_comparison must be at most 3600 (an hour per comparison).",
+                violation_error_message=limits.SECONDS_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(lease_seconds__lte=limits.MAX_LEASE_SECONDS),
                 name="study_lease_bounded",
-                violation_error_message="lease_seconds must be at most 86400 (a day): a longer lease keeps "
-                "a comparison from everyone else.",
+                violation_error_message=limits.LEASE_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(ballot_deadline_hours__isnull=True)
                 | Q(ballot_deadline_hours__lte=limits.MAX_BALLOT_DEADLINE_HOURS),
                 name="study_deadline_bounded",
-                violation_error_message="ballot_deadline_hours must be at most 8760 (a year).",
+                violation_error_message=limits.DEADLINE_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(seed__gte=0) & Q(seed__lte=limits.MAX_SEED),
                 name="study_seed_bounded",
-                violation_error_message=f"seed must be a whole number from 0 to {limits.MAX_SEED:,}.",
+                violation_error_message=limits.SEED_MESSAGE,
             ),
         ]
 
@@ -233,6 +247,68 @@ class Study(models.Model):
         if self.relevant_top_k:
             return min(self.relevant_top_k, item_count)
         return max(1, min(100, item_count // 10))
+
+
+class StudyChange(models.Model):
+    """One setting of a started study changed: who, when, through which channel, from what to what.
+
+    Written only by ``collection.services.study_update``, one row per changed setting. The database
+    keeps the trail: a trigger (migration 0006) refuses to update or delete a row, except the SET NULL
+    of ``user`` when that account is deleted (``username`` keeps the name), and the study is PROTECTed.
+    """
+
+    class Channel(models.TextChoices):
+        ADMIN = "admin", "admin"
+        API = "api", "API"
+        COMMAND = "command", "command"
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="changes")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150, blank=True, help_text="Who, kept if the account is deleted.")
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    changed_at = models.DateTimeField()
+    study_status = models.CharField(
+        max_length=10, choices=Study.Status.choices, help_text="The study's state when it changed."
+    )
+    setting = models.CharField(max_length=50)
+    old_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "changed_at", "pk"]
+        indexes = [models.Index(fields=["study", "changed_at"], name="studychange_study_time")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(channel__in=["admin", "api", "command"]), name="studychange_channel_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(study_status__in=["running", "finished"]),
+                name="studychange_of_a_started_study",
+                violation_error_message="Only the changes of a started study are recorded.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.setting} of {self.study_id} at {self.changed_at:%Y-%m-%d %H:%M}"
+
+    @staticmethod
+    def shown(value) -> str:
+        """A recorded value as a person reads it: blank for none, yes/no for booleans."""
+        if value is None or value == "":
+            return "blank"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return str(value)
+
+    @property
+    def old_shown(self) -> str:
+        return self.shown(self.old_value)
+
+    @property
+    def new_shown(self) -> str:
+        return self.shown(self.new_value)
 
 
 class SemanticArea(models.Model):
@@ -489,3 +565,51 @@ class Vote(models.Model):
 
     def __str__(self) -> str:
         return f"vote {self.pk}: {self.choice}"
+
+
+class StudyJob(models.Model):
+    """A long operation on a study run as a Celery task (generating many items), with its outcome.
+
+    While it runs, its progress is in the cache (``collection.services.study_job_progress``): the task
+    writes the items in one transaction, so rows written inside it would not show progress until the end.
+    """
+
+    class Kind(models.TextChoices):
+        ITEMS_GENERATE = "items_generate", "generate items"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    total = models.PositiveIntegerField(default=0, help_text="Units of work (items to make).")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study"],
+                condition=Q(status__in=["pending", "running"]),
+                name="one_unfinished_job_per_study",
+                violation_error_message="The study already has a job in progress.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} for study {self.study_id} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -2,34 +2,64 @@
 
 from __future__ import annotations
 
-import copy
-
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from collection.models import Item, Study, Token, Vote
-from collection.services import study_plan
-from common.errors import ServiceError
-
-# What a running study cannot change: its plan, the seed of its schedules, and the annotators' link.
-FROZEN_ONCE_STARTED = ("ballot_count", "keep_fraction", "appearances", "comparison_budget", "seed", "slug")
-
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="What is wrong and how to fix it.")
-    errors = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="Every problem of an upload, by line."
-    )
-
+from collection import limits
+from collection.models import Item, Study, StudyChange, StudyJob, Token, Vote
+from common.schema import BoundedFloatField
+from common.serializers import StrictJSONTypes
 
 # --- studies -------------------------------------------------------------------------------------
 
 
-class StudySerializer(serializers.ModelSerializer):
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    duplicated_from = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+class StudyChangeSerializer(serializers.ModelSerializer):
+    user = serializers.SerializerMethodField(help_text="Who changed it: a username, null for a command.")
+    channel = serializers.ChoiceField(choices=StudyChange.Channel.choices, help_text="Where it was changed.")
+    study_status = serializers.ChoiceField(
+        choices=Study.Status.choices, help_text="The study's state when it changed."
+    )
+    setting = serializers.CharField(help_text="The field of the study that changed.")
+    old_value = serializers.JSONField(allow_null=True, help_text="Its value before; null when it was blank.")
+    new_value = serializers.JSONField(allow_null=True, help_text="Its value after; null when it is blank.")
+
+    class Meta:
+        model = StudyChange
+        fields = ["changed_at", "user", "channel", "study_status", "setting", "old_value", "new_value"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_user(self, change: StudyChange) -> str | None:
+        return change.username or None
+
+
+class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
+    """A study's settings and state. Which settings may change in which state is decided by the
+    services (``collection.services.STUDY_SETTINGS``); this checks the shape of each field."""
+
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text="null once that user is deleted."
+    )
+    duplicated_from = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, allow_null=True, help_text="The study this one replicates, if any."
+    )
+    changes = StudyChangeSerializer(
+        many=True, read_only=True, help_text="Every setting changed after the start, oldest first."
+    )
+    # Declared for their exclusive bounds in the schema; validate_<field> below refuses the rest.
+    keep_fraction = BoundedFloatField(
+        greater_than=0,
+        less_than=1,
+        required=False,
+        help_text=Study._meta.get_field("keep_fraction").help_text,
+    )
+    seconds_per_comparison = BoundedFloatField(
+        greater_than=0,
+        max_value=limits.MAX_SECONDS_PER_COMPARISON,
+        required=False,
+        help_text=Study._meta.get_field("seconds_per_comparison").help_text,
+    )
 
     class Meta:
         model = Study
@@ -51,21 +81,31 @@ class StudySerializer(serializers.ModelSerializer):
             "completion_code",
             "completion_redirect_url",
             "seed",
+            "minimum_coverage",
+            "relevant_top_k",
             "status",
             "created_by",
             "duplicated_from",
             "created_at",
             "started_at",
             "finished_at",
+            "changes",
         ]
         read_only_fields = ["status", "created_at", "started_at", "finished_at"]
         extra_kwargs = {
-            "ballot_count": {"min_value": 1},
-            "appearances": {"min_value": 1},
-            "comparison_budget": {"min_value": 1},
-            "lease_seconds": {"min_value": 10},
+            # The bounds of collection/limits.py, refused with the reason for each.
+            "ballot_count": {"min_value": 1, "error_messages": {"max_value": limits.BALLOTS_MESSAGE}},
+            "appearances": {"min_value": 1, "error_messages": {"max_value": limits.APPEARANCES_MESSAGE}},
+            "comparison_budget": {"min_value": 1, "error_messages": {"max_value": limits.BUDGET_MESSAGE}},
+            "seconds_per_comparison": {"error_messages": {"max_value": limits.SECONDS_MESSAGE}},
+            "lease_seconds": {"min_value": 10, "error_messages": {"max_value": limits.LEASE_MESSAGE}},
             "votes_per_annotator_per_ballot": {"min_value": 1},
-            "ballot_deadline_hours": {"min_value": 1},
+            "ballot_deadline_hours": {
+                "min_value": 1,
+                "error_messages": {"max_value": limits.DEADLINE_MESSAGE},
+            },
+            "relevant_top_k": {"min_value": 1},
+            "seed": {"error_messages": {"min_value": limits.SEED_MESSAGE, "max_value": limits.SEED_MESSAGE}},
         }
 
     def validate_keep_fraction(self, value: float) -> float:
@@ -82,41 +122,15 @@ class StudySerializer(serializers.ModelSerializer):
             )
         return value
 
-    def validate(self, attrs: dict) -> dict:
-        study = self.instance
-        if study is not None and not study.is_draft:
-            changed = [
-                name for name in FROZEN_ONCE_STARTED if name in attrs and attrs[name] != getattr(study, name)
-            ]
-            if changed:
-                raise serializers.ValidationError(
-                    {
-                        name: f"cannot change once the study has started (it is {study.status}); "
-                        "duplicate the study to run it again with other values"
-                        for name in changed
-                    }
-                )
-        candidate = copy.copy(study) if study is not None else Study()
-        for name, value in attrs.items():
-            setattr(candidate, name, value)
-        if candidate.appearances is None and candidate.comparison_budget is None:
+    def validate_minimum_coverage(self, value: float) -> float:
+        if not 0 <= value <= 1:
             raise serializers.ValidationError(
-                {"appearances": "set appearances M (e.g. 20) or a comparison_budget from which M is derived"}
+                f"minimum_coverage is a share of the items, from 0 to 1 (0.5: half of them), got {value:g}"
             )
-        try:
-            candidate.validate_constraints()
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages) from None
-        item_count = study.items.count() if study is not None else 0
-        if item_count:
-            try:
-                study_plan(study=candidate, item_count=item_count)
-            except ServiceError as exc:
-                raise serializers.ValidationError({"plan": exc.message}) from None
-        return attrs
+        return value
 
 
-class StudyDuplicateSerializer(serializers.Serializer):
+class StudyDuplicateSerializer(StrictJSONTypes, serializers.Serializer):
     name = serializers.CharField(
         max_length=200, required=False, help_text='Default: the name followed by "(replication)".'
     )
@@ -219,7 +233,19 @@ class ImportReportSerializer(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
 
 
-class ItemsGenerateSerializer(serializers.Serializer):
+class StudyJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=StudyJob.Kind.choices)
+    status = serializers.ChoiceField(choices=StudyJob.Status.choices)
+    done = serializers.IntegerField(help_text="Units done (items written).")
+    total = serializers.IntegerField(help_text="Units to do (items to write).")
+    percent = serializers.IntegerField()
+    result = ImportReportSerializer(allow_null=True, help_text="The outcome, once done.")
+    error = serializers.CharField(allow_blank=True, help_text="Why it failed, if it did.")
+    url = serializers.CharField(help_text="Where to follow it.")
+
+
+class ItemsGenerateSerializer(StrictJSONTypes, serializers.Serializer):
     max_per_area = serializers.IntegerField(
         min_value=1,
         required=False,
@@ -261,7 +287,8 @@ class NextComparisonSerializer(serializers.Serializer):
 _CHOICES = ", ".join(f'"{choice}"' for choice in Vote.Choice.values)
 
 
-class VoteRequestSerializer(serializers.Serializer):
+@extend_schema_serializer(component_name="Vote")  # "VoteRequest" in the schema, not "VoteRequestRequest"
+class VoteRequestSerializer(StrictJSONTypes, serializers.Serializer):
     assignment = serializers.IntegerField(min_value=1)
     choice = serializers.ChoiceField(
         choices=Vote.Choice.choices,

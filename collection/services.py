@@ -12,13 +12,15 @@ import io
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from itertools import combinations
 
 import numpy as np
+from django.core.cache import cache
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from collection import limits
 from collection.models import (
     Annotator,
     Assignment,
@@ -28,12 +30,15 @@ from collection.models import (
     Item,
     SemanticArea,
     Study,
+    StudyChange,
+    StudyJob,
     Token,
     Vote,
 )
+from collection.pairs import area_pairs, pair_count
 from collection.schedule import ballot_schedule
 from common.errors import ServiceError, StudyStateError
-from common.tasks import enqueue_on_commit
+from common.tasks import enqueue, enqueue_on_commit
 from scoring.plan import BallotPlan, ballot_plan, plan_for_budget
 
 logger = logging.getLogger(__name__)
@@ -58,12 +63,20 @@ def study_plan(*, study: Study, item_count: int | None = None) -> BallotPlan:
     )
     try:
         if study.appearances:
-            return ballot_plan(appearances=study.appearances, **common)
-        if study.comparison_budget:
-            return plan_for_budget(comparison_budget=study.comparison_budget, **common)
+            plan = ballot_plan(appearances=study.appearances, **common)
+        elif study.comparison_budget:
+            plan = plan_for_budget(comparison_budget=study.comparison_budget, **common)
+        else:
+            raise ServiceError("the plan needs either appearances M or a comparison budget")
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
-    raise ServiceError("the plan needs either appearances M or a comparison budget")
+    if plan.total_comparisons > limits.MAX_TOTAL_COMPARISONS:
+        raise ServiceError(
+            f"this plan needs {plan.total_comparisons:,} comparisons (N_comp, Eq. 3); a study runs at most "
+            f"{limits.MAX_TOTAL_COMPARISONS:,} (833 person-hours at 6 s each; every comparison is a row made "
+            "when its ballot opens): lower M, n_b or α, or use fewer items"
+        )
+    return plan
 
 
 # --- pools ---------------------------------------------------------------------------------------
@@ -149,10 +162,19 @@ def tokens_import(*, study: Study, data: bytes | str) -> ImportReport:
     """
     study = Study.objects.select_for_update().get(pk=study.pk)
     _require_draft(study, "import tokens")
+    _require_no_job(study, "import tokens")
     text = _decode_upload(data, what="tokens")
     rows = _csv_rows(text, ("token", "area"), ("rare",))
     if not rows:
         raise ServiceError("the tokens file has no rows: expected lines of token, area[, rare]")
+    existing_count = study.tokens.count()
+    if existing_count + len(rows) > limits.MAX_TOKENS:
+        raise ServiceError(
+            f"the file has {len(rows):,} tokens and the study {existing_count:,}; a study holds at most "
+            f"{limits.MAX_TOKENS:,} tokens (its items pair them, and it holds at most {limits.MAX_ITEMS:,} "
+            "items): nothing was imported",
+            status=413,
+        )
 
     errors: list[str] = []
     existing = {_normalise(t).casefold(): t for t in study.tokens.values_list("text", flat=True)}
@@ -215,42 +237,223 @@ def tokens_import(*, study: Study, data: bytes | str) -> ImportReport:
     return report
 
 
+def _generation_sizes(study: Study, max_per_area: int | None) -> list[tuple[int, str, int, int]]:
+    """(area id, area name, tokens, items it will give) for every area of the study, by name."""
+    rows = (
+        SemanticArea.objects.filter(study=study)
+        .order_by("name")
+        .values_list("pk", "name")
+        .annotate(token_count=Count("tokens"))
+    )
+    sizes = []
+    for area_id, name, token_count in rows:
+        pairs = pair_count(token_count)
+        sizes.append(
+            (area_id, name, token_count, pairs if max_per_area is None else min(pairs, max_per_area))
+        )
+    return sizes
+
+
+def items_generation_size(*, study: Study, max_per_area: int | None = None) -> int:
+    """How many items ``items_generate`` would make; a ServiceError if the study's limits refuse it."""
+    if max_per_area is not None and max_per_area < 1:
+        raise ServiceError(f"the cap per area must be at least 1, got {max_per_area}")
+    sizes = _generation_sizes(study, max_per_area)
+    total = sum(items for *_, items in sizes)
+    if total > limits.MAX_ITEMS:
+        areas = max(1, sum(1 for *_, token_count, _ in sizes if token_count >= 2))
+        raise ServiceError(
+            f"these tokens give {total:,} items; a study holds at most {limits.MAX_ITEMS:,} (the instrument "
+            f"card's bootstrap and every evaluation grow with the items): set a cap of at most "
+            f"{limits.MAX_ITEMS // areas:,} pairs per area, or use fewer tokens",
+            status=413,
+        )
+    return total
+
+
 @transaction.atomic
-def items_generate(*, study: Study, max_per_area: int | None = None, seed: int | None = None) -> ImportReport:
+def items_generate(
+    *, study: Study, max_per_area: int | None = None, seed: int | None = None, progress=None
+) -> ImportReport:
     """Replace the study's items by all pairs of distinct tokens within each area (§2.2).
 
-    With ``max_per_area``, each area keeps a uniform random sample of that many pairs.
+    With ``max_per_area``, each area keeps a uniform random sample of that many pairs (drawn without
+    listing every pair: ``collection.pairs``). Refused beyond ``limits.MAX_ITEMS`` items.
+    ``progress(done, total)`` is called as the items are written.
     """
     study = Study.objects.select_for_update().get(pk=study.pk)
     _require_draft(study, "generate items")
-    if max_per_area is not None and max_per_area < 1:
-        raise ServiceError(f"the cap per area must be at least 1, got {max_per_area}")
-    rng = np.random.default_rng(study.seed if seed is None else seed)
-    report = ImportReport()
-    pairs: list[tuple[SemanticArea, int, int]] = []
-    for area in study.areas.order_by("name"):
-        token_ids = sorted(area.tokens.values_list("id", flat=True))
-        if len(token_ids) < 2:
-            report.warnings.append(f"area {area.name!r} has fewer than two tokens and gives no item")
-            continue
-        area_pairs = list(combinations(token_ids, 2))
-        if max_per_area is not None and len(area_pairs) > max_per_area:
-            chosen = np.sort(rng.choice(len(area_pairs), size=max_per_area, replace=False))
-            report.warnings.append(f"area {area.name!r}: sampled {max_per_area} of {len(area_pairs)} pairs")
-            area_pairs = [area_pairs[i] for i in chosen]
-        pairs.extend((area, a, b) for a, b in area_pairs)
-    if len(pairs) < 2:
+    total = items_generation_size(study=study, max_per_area=max_per_area)
+    if total < 2:
         raise ServiceError("the study needs at least two items: add tokens (two or more per area) first")
+    rng = np.random.default_rng(study.seed if seed is None else seed)
+    tokens_by_area: dict[int, list[int]] = {}
+    for area_id, token_id in (
+        Token.objects.filter(study=study).order_by("area_id", "pk").values_list("area_id", "pk")
+    ):
+        tokens_by_area.setdefault(area_id, []).append(token_id)
+    report = ImportReport()
+    areas, lows, highs = [], [], []
+    for area_id, name, token_count, _ in _generation_sizes(study, max_per_area):
+        if token_count < 2:
+            report.warnings.append(f"area {name!r} has fewer than two tokens and gives no item")
+            continue
+        first, second = area_pairs(token_count, max_per_area, rng)
+        if max_per_area is not None and pair_count(token_count) > max_per_area:
+            report.warnings.append(
+                f"area {name!r}: sampled {max_per_area} of {pair_count(token_count)} pairs"
+            )
+        token_ids = np.asarray(tokens_by_area[area_id], dtype=np.int64)
+        areas.append(np.full(first.size, area_id, dtype=np.int64))
+        lows.append(token_ids[first])
+        highs.append(token_ids[second])
+    area_of, token_a, token_b = (np.concatenate(parts) for parts in (areas, lows, highs))
     study.items.all().delete()
-    Item.objects.bulk_create(
-        [
-            Item(study=study, area=area, token_a_id=a, token_b_id=b, index=i)
-            for i, (area, a, b) in enumerate(pairs)
-        ],
-        batch_size=2000,
-    )
-    report.items_created = len(pairs)
+    batch = 2000
+    for start in range(0, area_of.size, batch):
+        stop = min(start + batch, area_of.size)
+        Item.objects.bulk_create(
+            [
+                Item(study=study, area_id=area, token_a_id=a, token_b_id=b, index=index)
+                for index, area, a, b in zip(
+                    range(start, stop),
+                    area_of[start:stop].tolist(),
+                    token_a[start:stop].tolist(),
+                    token_b[start:stop].tolist(),
+                    strict=True,
+                )
+            ]
+        )
+        if progress:
+            progress(stop, area_of.size)
+    report.items_created = int(area_of.size)
     return report
+
+
+def items_generate_start(
+    *, study: Study, max_per_area: int | None = None, user=None
+) -> ImportReport | StudyJob:
+    """Generate the items now when they are few (``limits.SYNC_GENERATION_ITEMS``), else as a job:
+    returns the report, or the job whose progress ``study_job_state`` reads."""
+    _require_draft(study, "generate items")
+    _require_no_job(study, "generate items")
+    total = items_generation_size(study=study, max_per_area=max_per_area)
+    if total <= limits.SYNC_GENERATION_ITEMS:
+        return items_generate(study=study, max_per_area=max_per_area)
+    return _study_job_start(
+        study=study,
+        kind=StudyJob.Kind.ITEMS_GENERATE,
+        parameters={"max_per_area": max_per_area},
+        total=total,
+        user=user,
+    )
+
+
+# --- jobs ----------------------------------------------------------------------------------------
+
+JOB_PROGRESS_KEY = "study-job-progress:{}"
+
+
+@transaction.atomic
+def _study_job_start(*, study: Study, kind: str, parameters: dict, total: int, user=None) -> StudyJob:
+    from collection.tasks import study_job_run_task
+
+    Study.objects.select_for_update().filter(pk=study.pk).first()  # one job start at a time per study
+    running = study.jobs.filter(status__in=(StudyJob.Status.PENDING, StudyJob.Status.RUNNING)).first()
+    if running is not None:
+        raise StudyStateError(
+            f"the study is already busy: {running.get_kind_display()} (job {running.pk}) has not finished; "
+            "wait for it (GET its progress) and try again"
+        )
+    job = StudyJob.objects.create(
+        study=study,
+        kind=kind,
+        parameters=parameters,
+        total=total,
+        requested_by=user if user and user.pk else None,
+    )
+    enqueue_on_commit(study_job_run_task, job.pk, recovered_by="the ballots sweep (pending jobs)")
+    return job
+
+
+def _require_no_job(study: Study, action: str) -> None:
+    running = study.jobs.filter(status__in=(StudyJob.Status.PENDING, StudyJob.Status.RUNNING)).first()
+    if running is not None:
+        raise StudyStateError(
+            f"cannot {action} while the study's job {running.pk} ({running.get_kind_display()}) runs; "
+            "wait for it to finish"
+        )
+
+
+def study_job_run(*, job_id: int) -> StudyJob | None:
+    """Run a stored job (idempotent: a finished job is left as it is); returns it, or None if missing."""
+    job = StudyJob.objects.select_related("study").filter(pk=job_id).first()
+    if job is None:
+        logger.warning("study job %s does not exist", job_id)
+        return None
+    if job.finished:
+        return job
+    StudyJob.objects.filter(pk=job_id).update(status=StudyJob.Status.RUNNING)
+
+    def progress(done: int, total: int) -> None:
+        try:
+            cache.set(JOB_PROGRESS_KEY.format(job_id), done, 3600)
+        except Exception:  # progress is a courtesy; the job goes on without it
+            logger.warning("progress of job %s not stored: the cache does not answer", job_id)
+
+    try:
+        if job.kind == StudyJob.Kind.ITEMS_GENERATE:
+            report = items_generate(
+                study=job.study, max_per_area=job.parameters.get("max_per_area"), progress=progress
+            )
+            result = {
+                "areas_created": report.areas_created,
+                "tokens_created": report.tokens_created,
+                "items_created": report.items_created,
+                "warnings": report.warnings,
+            }
+        else:
+            raise ServiceError(f"unknown job kind {job.kind!r}")
+    except ServiceError as exc:
+        StudyJob.objects.filter(pk=job_id).update(
+            status=StudyJob.Status.FAILED, error=exc.message, finished_at=timezone.now()
+        )
+    except Exception as exc:
+        StudyJob.objects.filter(pk=job_id).update(
+            status=StudyJob.Status.FAILED, error=f"an unexpected error: {exc}", finished_at=timezone.now()
+        )
+        raise
+    else:
+        StudyJob.objects.filter(pk=job_id).update(
+            status=StudyJob.Status.DONE, result=result, finished_at=timezone.now()
+        )
+    job.refresh_from_db()
+    return job
+
+
+def study_job_done_count(job: StudyJob) -> int:
+    """Units done: the total once finished, else the progress the task last reported."""
+    if job.status == StudyJob.Status.DONE:
+        return job.total
+    try:
+        return int(cache.get(JOB_PROGRESS_KEY.format(job.pk)) or 0)
+    except Exception:
+        return 0
+
+
+def study_jobs_restart(*, now: datetime | None = None, stale_seconds: int = 60) -> int:
+    """Send again the jobs still pending after ``stale_seconds`` (their task was never sent)."""
+    from collection.tasks import study_job_run_task
+
+    now = now or timezone.now()
+    pending = list(
+        StudyJob.objects.filter(
+            status=StudyJob.Status.PENDING, created_at__lte=now - timedelta(seconds=stale_seconds)
+        ).values_list("pk", flat=True)
+    )
+    for job_id in pending:
+        enqueue(study_job_run_task, job_id, recovered_by="the next ballots sweep")
+    return len(pending)
 
 
 @transaction.atomic
@@ -261,8 +464,15 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
     """
     study = Study.objects.select_for_update().get(pk=study.pk)
     _require_draft(study, "import items")
+    _require_no_job(study, "import items")
     text = _decode_upload(data, what="items")
     rows = _csv_rows(text, ("token_a", "token_b"))
+    if len(rows) > limits.MAX_ITEMS:
+        raise ServiceError(
+            f"the file has {len(rows):,} pairs; a study holds at most {limits.MAX_ITEMS:,} items (the instrument "
+            "card's bootstrap and every evaluation grow with the items): nothing was imported",
+            status=413,
+        )
     tokens = {_normalise(t.text).casefold(): t for t in study.tokens.all()}
     errors: list[str] = []
     seen: dict[tuple[int, int], int] = {}
@@ -317,6 +527,7 @@ def study_start(*, study: Study, now: datetime | None = None) -> Ballot:
     study = Study.objects.select_for_update().get(pk=study.pk)
     if study.status != Study.Status.DRAFT:
         raise StudyStateError(f"the study is already {study.status}")
+    _require_no_job(study, "start the study")
     plan = study_plan(study=study)
     study.appearances = plan.appearances  # a budget becomes the M it allows, frozen from now on
     study.status = Study.Status.RUNNING
@@ -389,19 +600,31 @@ def study_close_current_ballot(*, study: Study, now: datetime | None = None) -> 
     return ballot
 
 
+def _within(text: str, max_length: int, *, suffix: str = "") -> str:
+    """``text + suffix``, with ``text`` shortened so that the whole fits in ``max_length``."""
+    return text[: max_length - len(suffix)] + suffix
+
+
+def _free_slug(stem: str, suffix: str = "") -> str:
+    """``stem + suffix``, or ``stem + suffix + "-2"``, ``-3`` … if taken, ``stem`` shortened to fit."""
+    max_length = Study._meta.get_field("slug").max_length
+    taken = set(Study.objects.filter(slug__startswith=stem[: max_length // 2]).values_list("slug", flat=True))
+    candidate, number = _within(stem, max_length, suffix=suffix), 2
+    while candidate in taken:
+        candidate, number = _within(stem, max_length, suffix=f"{suffix}-{number}"), number + 1
+    return candidate
+
+
 @transaction.atomic
 def study_duplicate(*, study: Study, name: str | None = None, slug: str | None = None, user=None) -> Study:
     """A draft copy with the same areas, tokens, items (same indices) and plan, and no votes.
 
     This is the replication the metrology of crowd benchmarks asks for: the same instrument, run again.
     """
-    base_slug = slug or f"{study.slug}-copy"
-    candidate, suffix = base_slug, 2
-    while Study.objects.filter(slug=candidate).exists():
-        candidate, suffix = f"{base_slug}-{suffix}", suffix + 1
     copy = Study.objects.create(
-        name=name or f"{study.name} (replication)",
-        slug=candidate,
+        name=name or _within(study.name, Study._meta.get_field("name").max_length, suffix=" (replication)"),
+        slug=_free_slug(slug) if slug else _free_slug(study.slug, "-copy"),
+        require_signed_links=study.require_signed_links,
         question=study.question,
         instructions=study.instructions,
         allow_ties=study.allow_ties,
@@ -443,6 +666,245 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         batch_size=2000,
     )
     return copy
+
+
+# --- studies -------------------------------------------------------------------------------------
+#
+# One rule set for creating, changing and deleting studies, used by the admin, the API and commands.
+# Forms and serializers check the shape of each field (a number in range, a URL); what depends on the
+# study's state, its items or several fields together is decided here, on the study's locked row, so
+# that a start racing a change is decided one way or the other. Every change of a started study is
+# recorded in StudyChange (who, when, through which channel, from what to what).
+
+_DRAFT_ONLY = frozenset({Study.Status.DRAFT})
+_UNTIL_FINISHED = frozenset({Study.Status.DRAFT, Study.Status.RUNNING})
+_ALWAYS = frozenset(Study.Status.values)
+_PLAN_SHAPED = "the plan shaped the ballots already opened"
+_COLLECTED = "the collection is over"
+_REPORTED = "the collection is over and the instrument card reports the value it ran with"
+
+
+@dataclass(frozen=True)
+class StudySetting:
+    """A setting of a study: the states in which it may change, and why it may not in the others."""
+
+    label: str
+    editable_in: frozenset[str]
+    frozen_because: str = ""
+    private: bool = False  # a secret of the crowd platform: its values stay off the public card
+
+
+STUDY_SETTINGS: dict[str, StudySetting] = {
+    # A label: nothing is measured with it.
+    "name": StudySetting("name", _ALWAYS),
+    "slug": StudySetting("slug", _DRAFT_ONLY, "the annotators' links (/s/<slug>/) already carry it"),
+    # Wording may be corrected while running (a typo found after launch): the change and its time are
+    # on the instrument card. Once finished, it is the procedure the votes were collected under.
+    "question": StudySetting(
+        "question", _UNTIL_FINISHED, "the votes were collected under it and the instrument card reports it"
+    ),
+    "instructions": StudySetting(
+        "instructions",
+        _UNTIL_FINISHED,
+        "the votes were collected under them and the instrument card reports them",
+    ),
+    # What a vote means and how the ballots were drawn: fixed by the first ballot.
+    "allow_ties": StudySetting(
+        "ties allowed", _DRAFT_ONLY, "the votes already cast were given with the same answers on offer"
+    ),
+    "ballot_count": StudySetting("ballots n_b", _DRAFT_ONLY, _PLAN_SHAPED),
+    "keep_fraction": StudySetting("fraction kept α", _DRAFT_ONLY, _PLAN_SHAPED),
+    "appearances": StudySetting("appearances M", _DRAFT_ONLY, _PLAN_SHAPED),
+    "comparison_budget": StudySetting("comparison budget", _DRAFT_ONLY, _PLAN_SHAPED),
+    "seconds_per_comparison": StudySetting(
+        "seconds per comparison", _DRAFT_ONLY, "the plan's cost estimate (Eq. 10) was made with it"
+    ),
+    "seed": StudySetting("seed", _DRAFT_ONLY, "it drew the schedules of the ballots already opened"),
+    # How the collection runs, not what a vote means; each applies from its change on: a lease to the
+    # comparisons leased after it, a cap to the next comparison asked for, a deadline to the ballots
+    # opened after it (the open ballot keeps its deadline: close it now to end it early).
+    "lease_seconds": StudySetting("lease (seconds)", _UNTIL_FINISHED, _REPORTED),
+    "votes_per_annotator_per_ballot": StudySetting(
+        "cap per annotator and ballot", _UNTIL_FINISHED, _REPORTED
+    ),
+    "ballot_deadline_hours": StudySetting("ballot deadline (hours)", _UNTIL_FINISHED, _REPORTED),
+    "completion_redirect_url": StudySetting("completion URL", _UNTIL_FINISHED, _COLLECTED, private=True),
+    "completion_code": StudySetting("completion code", _UNTIL_FINISHED, _COLLECTED, private=True),
+    "require_signed_links": StudySetting("signed participant links required", _UNTIL_FINISHED, _COLLECTED),
+    # How models are evaluated against the ranking, not how the ranking was measured.
+    "minimum_coverage": StudySetting("minimum coverage of a submission", _ALWAYS),
+    "relevant_top_k": StudySetting("relevant top K", _ALWAYS),
+}
+PLAN_SETTINGS = (
+    "ballot_count",
+    "keep_fraction",
+    "appearances",
+    "comparison_budget",
+    "seconds_per_comparison",
+)
+
+
+def study_settings_frozen(*, status: str) -> tuple[str, ...]:
+    """The settings that cannot change in this state, in the order of ``STUDY_SETTINGS``."""
+    return tuple(name for name, setting in STUDY_SETTINGS.items() if status not in setting.editable_in)
+
+
+def study_setting_problems(*, study: Study, changed) -> list[tuple[str | None, str]]:
+    """(setting or None, message) for every rule that ``study``, its ``changed`` settings set, breaks.
+
+    The rules that need more than one field: M or a budget but not both, a plan possible for the items
+    of the draft, a slug not taken, and the database's check constraints, said in words.
+    """
+    changed = set(changed)
+    problems: list[tuple[str | None, str]] = []
+    try:
+        study.clean_fields(exclude=[f.name for f in Study._meta.concrete_fields if f.name not in changed])
+    except DjangoValidationError as exc:
+        problems += [(name, message) for name, messages in exc.message_dict.items() for message in messages]
+    if changed & set(PLAN_SETTINGS):
+        if study.appearances is None and study.comparison_budget is None:
+            problems.append(
+                (
+                    "appearances",
+                    "the plan needs the appearances M of each item per ballot (the paper uses 20) or a "
+                    "comparison budget from which M is derived",
+                )
+            )
+        elif study.appearances is not None and study.comparison_budget is not None:
+            problems.append(
+                (
+                    None,
+                    "give either the appearances M or a comparison budget, not both: with a budget, M is "
+                    "derived from it. Clear one of the two fields",
+                )
+            )
+    if "slug" in changed and Study.objects.filter(slug=study.slug).exclude(pk=study.pk).exists():
+        problems.append(("slug", f"a study with the slug {study.slug!r} exists already; choose another"))
+    checked = {f.name for f in Study._meta.concrete_fields} - changed | {name for name, _ in problems}
+    try:
+        study.validate_constraints(exclude=checked | {"appearances", "comparison_budget"})
+    except DjangoValidationError as exc:
+        problems += [(None, message) for message in exc.messages]
+    if not problems and study.pk is not None and changed & set(PLAN_SETTINGS):
+        item_count = study.items.count()
+        if item_count:
+            try:
+                study_plan(study=study, item_count=item_count)
+            except ServiceError as exc:
+                problems.append(("plan", exc.message))
+    return problems
+
+
+def _refuse(problems: list[tuple[str | None, str]]) -> None:
+    lines = [f"{name}: {message}" if name else message for name, message in problems]
+    raise ServiceError("; ".join(lines), errors=lines)
+
+
+def _check_setting_names(values) -> None:
+    unknown = sorted(set(values) - set(STUDY_SETTINGS))
+    if unknown:
+        raise ServiceError(
+            f"{', '.join(unknown)}: not a setting of a study; the settings are {', '.join(STUDY_SETTINGS)}"
+        )
+
+
+def _account(user):
+    return user if user is not None and user.is_authenticated else None
+
+
+@transaction.atomic
+def study_create(*, values, user=None) -> Study:
+    """A new draft with these settings (the others at their defaults), created by ``user``.
+
+    A comparison budget given without M means M is derived from it.
+    """
+    _check_setting_names(values)
+    values = dict(values)
+    if values.get("comparison_budget") is not None and "appearances" not in values:
+        values["appearances"] = None
+    study = Study(**values, created_by=_account(user))
+    if problems := study_setting_problems(study=study, changed=STUDY_SETTINGS):
+        _refuse(problems)
+    try:
+        with transaction.atomic():
+            study.save(force_insert=True)
+    except IntegrityError:  # the same slug created meanwhile
+        if Study.objects.filter(slug=study.slug).exists():
+            _refuse([("slug", f"a study with the slug {study.slug!r} exists already; choose another")])
+        raise
+    return study
+
+
+@transaction.atomic
+def study_update(*, study: Study, changes, user=None, channel: str, now: datetime | None = None) -> Study:
+    """Change some settings of a study, if its state allows each one; returns the study as saved.
+
+    All or nothing. A setting frozen in the study's state (``STUDY_SETTINGS``) refuses the whole
+    change with 409 and why; a broken rule with 400. Settings given with their current value are not
+    changes. Each setting a started study changes is recorded in ``StudyChange`` with ``user``,
+    ``channel`` (admin, api or command), the time and the values before and after.
+    """
+    if channel not in StudyChange.Channel.values:
+        raise ValueError(f"channel must be one of {StudyChange.Channel.values}, got {channel!r}")
+    _check_setting_names(changes)
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    changed = {
+        name: changes[name]
+        for name in STUDY_SETTINGS
+        if name in changes and changes[name] != getattr(locked, name)
+    }
+    frozen = [name for name in changed if locked.status not in STUDY_SETTINGS[name].editable_in]
+    if frozen:
+        lines = [
+            f"{name}: cannot change now that the study is {locked.status}: {STUDY_SETTINGS[name].frozen_because}"
+            for name in frozen
+        ]
+        raise StudyStateError(
+            f"the study is {locked.status}, so {', '.join(frozen)} cannot change any more; nothing was "
+            "changed. Duplicate the study to run the same items again with other values",
+            errors=lines,
+        )
+    if not changed:
+        return locked
+    before = {name: getattr(locked, name) for name in changed}
+    for name, value in changed.items():
+        setattr(locked, name, value)
+    if problems := study_setting_problems(study=locked, changed=changed):
+        _refuse(problems)
+    locked.save(update_fields=list(changed))
+    if locked.status != Study.Status.DRAFT:
+        account = _account(user)
+        moment = now or timezone.now()
+        StudyChange.objects.bulk_create(
+            [
+                StudyChange(
+                    study=locked,
+                    user=account,
+                    username=account.get_username() if account else "",
+                    channel=channel,
+                    changed_at=moment,
+                    study_status=locked.status,
+                    setting=name,
+                    old_value=before[name],
+                    new_value=value,
+                )
+                for name, value in changed.items()
+            ]
+        )
+    return locked
+
+
+@transaction.atomic
+def study_delete(*, study: Study) -> None:
+    """Delete a draft with its pools. A started study is kept (409): its votes and trail stay."""
+    locked = Study.objects.select_for_update().filter(pk=study.pk).first()
+    if locked is None:
+        return
+    if locked.status != Study.Status.DRAFT:
+        raise StudyStateError(
+            f"the study is {locked.status}: only a draft can be deleted, so that no votes are lost"
+        )
+    locked.delete()
 
 
 # --- annotators ----------------------------------------------------------------------------------

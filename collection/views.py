@@ -10,7 +10,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import get_script_prefix
+from django.urls import get_script_prefix, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_http_methods
@@ -24,7 +24,9 @@ from collection.services import (
     comparison_next_for,
     vote_record,
 )
+from collection.signing import SIGNATURE_PARAMETER, signature_valid
 from common.errors import ServiceError
+from common.throttling import AddressThrottle, page_wait_seconds
 
 # Query parameters that carry the crowd platform's participant id: ours, Prolific's, MTurk's.
 PARTICIPANT_PARAMETERS = ("participant", "PROLIFIC_PID", "workerId")
@@ -69,17 +71,40 @@ def completion_url(study: Study) -> str:
     return urlunsplit(parts._replace(query=urlencode({"cc": study.completion_code})))
 
 
-def _entry_page(request, study, annotator, *, participant_id=None, error="", status=200):
+def _entry_page(
+    request, study, annotator, *, participant_id=None, signature="", error="", link_error="", status=200
+):
     voted = annotator is not None and annotator_progress(annotator=annotator).votes_total > 0
     context = {
         "study": study,
         "annotator": annotator,
         "participant_id": participant_id,
+        "signature": signature,
         "voted": voted,
         "completion_url": completion_url(study) if voted else "",
         "error": error,
+        "link_error": link_error,
     }
     return render(request, "collection/entry.html", context, status=status)
+
+
+def _link_problem(request, study, participant_id: str | None, signature: str) -> str:
+    """Why a study that requires signed links refuses this link ("" when it accepts it)."""
+    if not study.require_signed_links:
+        return ""
+    if participant_id:
+        if signature_valid(study.participant_secret, participant_id, signature):
+            return ""
+        return (
+            "This link is not valid: its signature does not match the participant id. Open the personal "
+            "link you were given, unchanged."
+        )
+    if request.user.is_authenticated or annotator_from_request(request, study) is not None:
+        return ""
+    return (
+        "This study is open only through the personal link you were given: it carries your participant "
+        "id and its signature."
+    )
 
 
 @never_cache
@@ -90,18 +115,37 @@ def entry(request, slug):
     if request.method == "POST":
         return _consent(request, study)
     participant_id = _participant_id(request.GET)
+    signature = request.GET.get(SIGNATURE_PARAMETER, "")
+    problem = _link_problem(request, study, participant_id, signature)
+    if problem:
+        return _entry_page(request, study, None, link_error=problem, status=403)
     annotator = annotator_from_request(request, study, participant_id=participant_id)
-    return _entry_page(request, study, annotator, participant_id=participant_id)
+    return _entry_page(request, study, annotator, participant_id=participant_id, signature=signature)
 
 
 def _consent(request, study):
     if study.status != Study.Status.RUNNING:
         return redirect(study)  # the entry page says why nobody can join now
+    wait = page_wait_seconds(request, "join", throttles=(AddressThrottle,))
+    if wait is not None:
+        return _too_fast_page(request, study, wait, next_url=study.get_absolute_url())
     participant_id = _participant_id(request.POST)
+    signature = request.POST.get(SIGNATURE_PARAMETER, "")
+    problem = _link_problem(request, study, participant_id, signature)
+    if problem:
+        return _entry_page(request, study, None, link_error=problem, status=403)
     if request.POST.get("consent") != "yes":
         annotator = annotator_from_request(request, study, participant_id=participant_id)
         error = "Tick the box to confirm that you agree to take part, then press Start."
-        return _entry_page(request, study, annotator, participant_id=participant_id, error=error, status=400)
+        return _entry_page(
+            request,
+            study,
+            annotator,
+            participant_id=participant_id,
+            signature=signature,
+            error=error,
+            status=400,
+        )
     annotator = annotator_from_request(request, study, create=True, participant_id=participant_id)
     annotator_consent(annotator=annotator)
     return redirect("collection:vote", slug=study.slug)
@@ -118,6 +162,9 @@ def vote(request, slug):
         if study.status == Study.Status.RUNNING:
             messages.info(request, "Please read the instructions and agree to take part before voting.")
         return redirect(study)
+    wait = page_wait_seconds(request, "vote" if request.method == "POST" else "next")
+    if wait is not None:
+        return _too_fast_page(request, study, wait, next_url=reverse("collection:vote", args=[study.slug]))
     if request.method == "POST":
         return _vote_post(request, study, annotator)
 
@@ -152,6 +199,13 @@ def _vote_post(request, study, annotator):
     except ServiceError as error:
         return _vote_error_page(request, study, error)
     return redirect("collection:vote", slug=study.slug)
+
+
+def _too_fast_page(request, study, wait: int, *, next_url: str):
+    context = {"study": study, "retry_after": wait, "next_url": next_url}
+    response = render(request, "collection/too_fast.html", context, status=429)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def _vote_error_page(request, study, error: ServiceError):

@@ -7,8 +7,12 @@ for every 4xx and 5xx. Installed as ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import bad_request as django_bad_request
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, ValidationError
@@ -57,6 +61,9 @@ def error_body(message: str, errors: list[str] | None = None) -> dict:
 
 def exception_handler(exc, context):
     """DRF's handler, with every error body in the common format and a dead database as 503."""
+    if isinstance(exc, SuspiciousOperation):  # a body Django refuses to read: too large, too many fields
+        status_code, message = _refused_body(exc)
+        return Response(error_body(message), status=status_code)
     if isinstance(exc, ServiceError):
         return Response(error_body(exc.message, exc.errors), status=exc.status)
     if is_database_unavailable(exc):
@@ -80,3 +87,31 @@ def exception_handler(exc, context):
     if isinstance(exc, APIException) and getattr(exc, "wait", None) is not None:
         response.headers.setdefault("Retry-After", str(int(exc.wait) + 1))
     return response
+
+
+def _refused_body(exc: SuspiciousOperation) -> tuple[int, str]:
+    if isinstance(exc, RequestDataTooBig):
+        return (
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes; send less data "
+            "per request",
+        )
+    return status.HTTP_400_BAD_REQUEST, f"the request was refused: {exc}"
+
+
+def bad_request(request, exception, template_name="400.html"):
+    """``handler400``: what Django refuses before a view runs (a body too large for a middleware that
+    reads it, too many form fields) is JSON in the common format under /api/, a page elsewhere."""
+    if request.path.startswith("/api/") and isinstance(exception, SuspiciousOperation):
+        status_code, message = _refused_body(exception)
+        return JsonResponse(error_body(message), status=status_code)
+    return django_bad_request(request, exception, template_name=template_name)
+
+
+@csrf_exempt  # a POST to a mistyped path is told it does not exist, not that its CSRF token is missing
+def not_found(request, path: str = ""):
+    """Any /api/ path that no endpoint serves: 404 in the common format, not an HTML page."""
+    message = f"there is no endpoint {request.path}; the API is described at /api/docs/"
+    if not request.path.endswith("/"):
+        message += " (every API path ends with a slash)"
+    return JsonResponse(error_body(message), status=status.HTTP_404_NOT_FOUND)

@@ -6,6 +6,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
 MAX_PAGE_SIZE = 1000
+MAX_OFFSET = 2**62
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -19,7 +20,7 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
     def get_offset(self, request) -> int:
         # An offset past the rows gives an empty page before the database is asked for them; the bound
         # only keeps the number within a 64-bit integer.
-        return self._whole_number(request, self.offset_query_param, 0, 0, 2**62)
+        return self._whole_number(request, self.offset_query_param, 0, 0, MAX_OFFSET)
 
     @staticmethod
     def _whole_number(request, name: str, default: int, low: int, high: int) -> int:
@@ -43,5 +44,5 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
                     f"Rows per page (default {self.default_limit}, at most {self.max_limit})."
                 )
             elif parameter["name"] == self.offset_query_param:
-                parameter["schema"]["minimum"] = 0
+                parameter["schema"].update({"minimum": 0, "maximum": MAX_OFFSET})
         return parameters

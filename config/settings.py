@@ -12,10 +12,19 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+
+
+def _rate(name: str, default: str) -> str | None:
+    """A rate limit from the environment: "<count>/<period>", or "off" for none."""
+    value = env.str(name, default=default).strip()
+    return None if value.lower() in {"off", "none", ""} else value
+
 
 DEBUG = env.bool("DEBUG", default=True)
 DATA_DIR = Path(env.str("YARDSTICK_DATA_DIR", default=str(BASE_DIR / "var")))
@@ -49,7 +58,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
+    "common.throttling.LoginLockoutMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (CONTENT_SECURITY_POLICY below)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ from gunicorn; no CDN, no extra server
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -102,7 +113,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- cache -------------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # The cache holds rate-limit counts only; a Redis that does not answer must not slow requests down:
+    # short timeouts and no retries, and the callers let the request through (common/throttling.py).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                "socket_connect_timeout": 0.5,
+                "socket_timeout": 0.5,
+                "retry": Retry(NoBackoff(), 0),
+            },
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -170,16 +193,42 @@ STORAGES = {
 }
 
 # --- security (production) ---------------------------------------------------------------------
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
-SECURE_PROXY_SSL_HEADER = (
-    ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
-)
+# BEHIND_TLS_PROXY: the site is served over HTTPS by a proxy that terminates TLS and sets
+# X-Forwarded-Proto. It turns on everything that only makes sense over HTTPS (redirect, HSTS, secure
+# cookies); without it, a plain-HTTP production-like run (DEBUG off, no proxy) keeps working.
+BEHIND_TLS_PROXY = env.bool("BEHIND_TLS_PROXY", default=False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
+SECURE_REDIRECT_EXEMPT = [r"^healthz/$"]  # the load balancer's probe speaks plain HTTP to the web process
+# HSTS is sent on HTTPS responses only. One year, as the preload list asks; the preload token only
+# consents to a listing the domain's owner must still request (hstspreload.org).
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if BEHIND_TLS_PROXY else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=BEHIND_TLS_PROXY)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=BEHIND_TLS_PROXY)
+SECURE_REFERRER_POLICY = env.str("SECURE_REFERRER_POLICY", default="same-origin")
+# Content-Security-Policy (django-csp): this site's own files only; no inline script or style, no
+# plugins, no framing, no <base> elsewhere; forms submit to this site only (the crowd platform's
+# completion page is reached by a plain link, which form-action does not govern). The API docs pages
+# add what their vendored bundles need, and say why (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=10 * 1024 * 1024)
 
 # --- REST API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "common.schema.AutoSchema",  # documents every error status (common/schema.py)
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
@@ -187,21 +236,43 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "common.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
-    "DEFAULT_PARSER_CLASSES": [
-        "common.parsers.JSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only; the endpoints that take files (CSV uploads, submissions) add multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["common.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "common.api.exception_handler",
+    # Rate limits (common/throttling.py): a rate is "<count>/<s|min|hour|day>"; "off" turns it off.
+    "DEFAULT_THROTTLE_RATES": {
+        "next.participant": _rate("THROTTLE_NEXT_PARTICIPANT", "120/min"),
+        "next.address": _rate("THROTTLE_NEXT_ADDRESS", "1200/min"),
+        "vote.participant": _rate("THROTTLE_VOTE_PARTICIPANT", "60/min"),
+        "vote.address": _rate("THROTTLE_VOTE_ADDRESS", "600/min"),
+        "join.address": _rate("THROTTLE_JOIN_ADDRESS", "60/hour"),
+        "token.address": _rate("THROTTLE_TOKEN_ADDRESS", "30/min"),
+        "submissions.user": _rate("THROTTLE_SUBMISSIONS_USER", "60/hour"),
+    },
+    # Behind the TLS proxy, the client's address is the last one the proxy adds to X-Forwarded-For;
+    # otherwise X-Forwarded-For is the client's own claim and is ignored.
+    "NUM_PROXIES": 1 if BEHIND_TLS_PROXY else 0,
 }
+# Failed logins (admin, model owners' page, API token) before a username or an address is locked out
+# for LOGIN_LOCKOUT_SECONDS (429 with Retry-After).
+LOGIN_FAILURES_PER_USERNAME = env.int("LOGIN_FAILURES_PER_USERNAME", default=10)
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=30)
+LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Yardstick API",
     "DESCRIPTION": "Adaptive pairwise-comparison studies and top-weighted evaluation of semantic models.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components, so that they state what is required and non-blank
+    # (minLength) and leave out read-only fields.
+    "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "StudyStatusEnum": "collection.models.Study.Status",
+        "StudyJobStatusEnum": "collection.models.StudyJob.Status",
+    },
 }
 
 LOGGING = {

@@ -1,8 +1,8 @@
 """The metrics REST API: model owners list a finished study's pairs, submit their model's scores and
 read the evaluations; anyone reads the leaderboard and the per-annotator view.
 
-Views stay thin: validate the request, call one service, serialize what it returns. Every 4xx body
-is ``{"detail": message}``, with ``"errors"`` listing the first offending rows or fields.
+Views stay thin: validate the request, call one service, serialize what it returns. Every error body
+is ``{"detail": message}``, with ``"errors"`` listing the first offending rows or fields (``common.api``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from rest_framework import status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.exceptions import APIException, NotAuthenticated, NotFound, ValidationError
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
@@ -26,9 +26,11 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from collection.models import Study
-from collection.serializers import ErrorSerializer
+from common.api import error_response
 from common.csvexport import csv_text
 from common.errors import ServiceError, StudyStateError
+from common.parsers import JSONParser, RequestTooLarge
+from common.throttling import AddressThrottle, UserThrottle, login_lockout
 from metrics import services
 from metrics.models import Submission
 from metrics.serializers import (
@@ -46,28 +48,15 @@ from metrics.serializers import (
     SubmissionUploadSerializer,
 )
 
+WRONG_CREDENTIALS = "wrong username or password; ask an administrator if you have forgotten yours"
 LOGIN_HINT = (
     "log in first: send the header 'Authorization: Token <key>' (POST your username and password to "
     "/api/auth/token/ to get the key), or log in at /models/login/"
 )
 
 
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorSerializer, description=description)
-
-
-def _flatten(detail, prefix: str = "") -> list[str]:
-    """'field: message' lines from a DRF validation error's detail."""
-    if isinstance(detail, dict):
-        return [line for key, value in detail.items() for line in _flatten(value, f"{prefix}{key}: ")]
-    if isinstance(detail, list):
-        return [line for value in detail for line in _flatten(value, prefix)]
-    return [f"{prefix}{detail}"]
-
-
 class MetricsErrors:
-    """Every error as ``{"detail", "errors"?}``: service errors with their status, invalid fields as
-    400, and a request without credentials as 401 that says how to log in."""
+    """A request without credentials is 401 and says how to log in (the body is ``common.api``'s)."""
 
     authentication_classes = [TokenAuthentication, SessionAuthentication]  # 401 with WWW-Authenticate
 
@@ -75,17 +64,6 @@ class MetricsErrors:
         if request.authenticators and not request.successful_authenticator:
             raise NotAuthenticated(LOGIN_HINT)
         super().permission_denied(request, message=message, code=code)
-
-    def handle_exception(self, exc):
-        if isinstance(exc, ServiceError):
-            body = {"detail": exc.message}
-            if exc.errors:
-                body["errors"] = exc.errors
-            return Response(body, status=exc.status)
-        if isinstance(exc, ValidationError):
-            lines = _flatten(exc.detail)
-            return Response({"detail": "; ".join(lines), "errors": lines}, status=status.HTTP_400_BAD_REQUEST)
-        return super().handle_exception(exc)
 
 
 def _study_or_404(slug: str) -> Study:
@@ -116,6 +94,15 @@ def _require_finished(study: Study) -> None:
 class TokenObtainView(ObtainAuthToken):
     """DRF's obtain_auth_token, documented: a username and password give the user's API token."""
 
+    throttle_classes = [AddressThrottle]
+    throttle_scope = "token"
+    parser_classes = [JSONParser, FormParser, MultiPartParser]  # DRF's, with the bounded JSON parser
+    # The credentials are in the body: a stale token or session sent along must not refuse the request.
+    authentication_classes = []
+
+    def get_authenticate_header(self, request):
+        return 'Token realm="api"'  # wrong credentials are 401 (DRF would make them 403 without a scheme)
+
     @extend_schema(
         summary="Your API token, from your username and password",
         operation_id="auth_token_create",
@@ -123,19 +110,25 @@ class TokenObtainView(ObtainAuthToken):
         request=AuthTokenSerializer,
         responses={
             200: AuthTokenResponseSerializer,
-            400: OpenApiResponse(description="Wrong username or password."),
+            400: error_response("The username or the password is missing."),
+            401: error_response("Wrong username or password."),
+            429: error_response("Too many failed logins for this username or from this address."),
         },
         auth=[],
     )
     def post(self, request, *args, **kwargs):
-        return super().post(request, *args, **kwargs)
+        try:
+            response = super().post(request, *args, **kwargs)
+        except ValidationError as exc:
+            if "authorization" in exc.get_codes().get("non_field_errors", []):
+                raise AuthenticationFailed(WRONG_CREDENTIALS) from None
+            raise
+        # A token is a login: it clears the username's failed attempts, as a login page's success does.
+        login_lockout().clear(username=request.data.get("username"))
+        return response
 
 
 # --- uploads ---------------------------------------------------------------------------------------
-
-
-class RequestTooLarge(APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
 
 
 def _too_large(size: int) -> str:
@@ -192,7 +185,7 @@ def _submitted(request) -> dict:
 
 # --- model owners ----------------------------------------------------------------------------------
 
-OWNER_ERRORS = {401: _error("No credentials: log in or send your API token.")}
+OWNER_ERRORS = {401: error_response("No credentials: log in or send your API token.")}
 
 
 class PairsView(MetricsErrors, GenericAPIView):
@@ -208,8 +201,8 @@ class PairsView(MetricsErrors, GenericAPIView):
         responses={
             200: PairSerializer(many=True),
             **OWNER_ERRORS,
-            404: _error("No such study."),
-            409: _error("The study has not finished."),
+            404: error_response("No such study."),
+            409: error_response("The study has not finished."),
         },
     )
     def get(self, request, slug: str):
@@ -223,6 +216,8 @@ class SubmissionCreateView(MetricsErrors, APIView):
 
     permission_classes = [IsAuthenticated]
     parser_classes = [SubmissionJSONParser, MultiPartParser]
+    throttle_classes = [UserThrottle]
+    throttle_scope = "submissions"
 
     @extend_schema(
         summary="Submit a model's scores (JSON rows, or a CSV file); evaluated at once or in the background",
@@ -237,13 +232,13 @@ class SubmissionCreateView(MetricsErrors, APIView):
             202: OpenApiResponse(
                 SubmissionCreatedSerializer, description="Stored; the evaluation runs in the background."
             ),
-            400: _error(
+            400: error_response(
                 "Bad rows (listed in errors), too low a coverage, or missing fields; nothing was stored."
             ),
             **OWNER_ERRORS,
-            404: _error("No such study."),
-            409: _error("The study has not finished, or you already used this model name for it."),
-            413: _error("The file or request is larger than 5 MiB."),
+            404: error_response("No such study."),
+            409: error_response("The study has not finished, or you already used this model name for it."),
+            413: error_response("The file or request is larger than 5 MiB."),
         },
     )
     def post(self, request, slug: str):
@@ -305,7 +300,7 @@ class SubmissionDetailView(MetricsErrors, APIView):
         responses={
             200: SubmissionDetailSerializer,
             **OWNER_ERRORS,
-            404: _error("Not one of your submissions."),
+            404: error_response("Not one of your submissions."),
         },
     )
     def get(self, request, submission_id: int):
@@ -326,10 +321,10 @@ class SubmissionEvaluationView(MetricsErrors, APIView):
         parameters=[EvaluationQuerySerializer],
         responses={
             200: EvaluationSerializer,
-            400: _error("n0 or K out of range."),
+            400: error_response("n0 or K out of range."),
             **OWNER_ERRORS,
-            404: _error("Not one of your submissions."),
-            409: _error("The evaluation at the defaults has not finished, or it failed."),
+            404: error_response("Not one of your submissions."),
+            409: error_response("The evaluation at the defaults has not finished, or it failed."),
         },
     )
     def get(self, request, submission_id: int):
@@ -437,9 +432,9 @@ class LeaderboardView(MetricsErrors, APIView):
         responses={
             (200, "application/json"): LeaderboardSerializer,
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="One row per model."),
-            400: _error("Unknown metric, or an n0 the leaderboard does not offer."),
-            404: _error("No such study."),
-            409: _error("The study has not finished."),
+            400: error_response("Unknown metric, or an n0 the leaderboard does not offer."),
+            404: error_response("No such study."),
+            409: error_response("The study has not finished."),
         },
     )
     def get(self, request, slug: str):
@@ -468,8 +463,8 @@ class AnnotatorsView(MetricsErrors, APIView):
         auth=[],
         responses={
             200: AnnotatorViewSerializer,
-            404: _error("No such study."),
-            409: _error("The study has not finished."),
+            404: error_response("No such study."),
+            409: error_response("The study has not finished."),
         },
     )
     def get(self, request, slug: str):

@@ -272,6 +272,7 @@ def card_document(
         _resolution(card, plots),
         _chance(card),
         _citation(card),
+        _changes(card),
     )
     return CardDocument(
         title=study.get("name", ""),
@@ -390,6 +391,14 @@ def _procedure(card: Mapping) -> Section:
             )
         )
     )
+    changed = list(dict.fromkeys(change["label"] for change in card.get("changes") or []))
+    if changed:
+        blocks.append(
+            Paragraph(
+                f"Changed after the start: {', '.join(changed)}. The values above are the current ones; votes "
+                "cast before a change were collected under the earlier value (section 9 lists every change)."
+            )
+        )
     return Section("procedure", "1. Measurement procedure", "Welty §5.1", tuple(blocks))
 
 
@@ -877,6 +886,62 @@ def _citation(card: Mapping) -> Section:
     return Section("citation", "8. How to cite, and what it cannot tell", "", tuple(blocks))
 
 
+def _changed_value(value) -> str:
+    """A setting's value before or after a change: blank, yes/no, a number as set, a quoted text."""
+    if value is None or value == "":
+        return "blank"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return _setting(value)
+    text = " ".join(str(value).split())
+    return f"“{text if len(text) <= 120 else text[:119] + '…'}”"
+
+
+def _changes(card: Mapping) -> Section:
+    changes = card.get("changes")
+    blocks: list = [
+        Paragraph(
+            "Every setting changed after the study started, with when, the value before and after, and where it "
+            "was changed (the admin, the API or a command). Votes cast before a change were collected under the "
+            "earlier value: a cap lowered during a ballot leaves the votes already cast above it. Once a study has "
+            "started, its plan, seed, slug, seconds per comparison and whether ties are allowed cannot change; "
+            "the question, the instructions and how the collection runs (lease, cap, deadline, completion) can "
+            "until it finishes."
+        )
+    ]
+    if changes is None:
+        blocks.append(Paragraph("Not recorded by this version of the card."))
+    elif not changes:
+        blocks.append(
+            Paragraph(
+                "No setting changed after the start: every vote was collected under the settings of section 1."
+            )
+        )
+    else:
+        blocks.append(
+            Table(
+                header=("When (UTC)", "Study was", "Setting", "From", "To", "Through"),
+                rows=tuple(
+                    (
+                        _date(change["changed_at"], zone=False),
+                        str(change["study_status"]),
+                        str(change["label"]),
+                        "not published" if change["private"] else _changed_value(change["from"]),
+                        "not published" if change["private"] else _changed_value(change["to"]),
+                        "API" if change["channel"] == "api" else str(change["channel"]),
+                    )
+                    for change in changes
+                ),
+                numeric=(False, False, False, True, True, False),
+                caption=f"{count(len(changes))} {'change' if len(changes) == 1 else 'changes'}, oldest first. "
+                "The values of the completion code and URL are not published: they would let anyone claim a "
+                "crowd platform's payment.",
+            )
+        )
+    return Section("changes", "9. Changes after the start", "Welty §5.1", tuple(blocks))
+
+
 # --- plots -----------------------------------------------------------------------------------------
 
 
@@ -968,8 +1033,8 @@ def _markdown_block(block) -> list[str]:
 
 def card_markdown(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> str:
     """The instrument card as a Markdown datasheet: procedure, principle, precision, repeatability,
-    reproducibility, resolution, chance level, and how to cite it. Long per-item tables go to an
-    appendix at the end."""
+    reproducibility, resolution, chance level, how to cite it, and the settings changed after the
+    start. Long per-item tables go to an appendix at the end."""
     document = card_document(card, item_labels=item_labels)
     parts = [f"# Instrument card: {document.title}"]
     parts.append(f"Study `{document.slug}`, status **{document.status}**, card version {document.version}.")

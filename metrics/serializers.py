@@ -12,6 +12,8 @@ from rest_framework import serializers
 
 from collection.models import Item
 from collection.serializers import CsvFileField
+from common.schema import BoundedFloatField
+from common.serializers import StrictJSONTypes
 from metrics.evaluation import COEFFICIENTS
 from metrics.models import Submission
 
@@ -63,7 +65,7 @@ class ScoreRowsField(serializers.Field):
         return value
 
 
-class SubmissionCreateSerializer(serializers.Serializer):
+class SubmissionCreateSerializer(StrictJSONTypes, serializers.Serializer):
     model_name = serializers.CharField(max_length=100, help_text="Unique among your models for this study.")
     description = serializers.CharField(required=False, allow_blank=True, default="")
     scores = ScoreRowsField(
@@ -212,8 +214,11 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 
 
 class EvaluationQuerySerializer(serializers.Serializer):
-    n0 = serializers.FloatField(
-        required=False, default=2.0, help_text="Weight offset n0, greater than -1 (default 2)."
+    n0 = BoundedFloatField(
+        greater_than=-1,
+        required=False,
+        default=2.0,
+        help_text="Weight offset n0, greater than -1 (default 2).",
     )
     k = serializers.IntegerField(
         required=False, min_value=1, help_text="K of the retrieval measures (default: the study's)."
@@ -232,8 +237,11 @@ class LeaderboardQuerySerializer(serializers.Serializer):
             "invalid_choice": f'"{{input}}" is not a metric: use one of {", ".join(COEFFICIENTS)}.'
         },
     )
-    n0 = serializers.FloatField(
-        required=False, default=2.0, help_text=f"Weight offset n0: one of {leaderboard_offsets_text()}."
+    n0 = BoundedFloatField(
+        one_of=LEADERBOARD_WEIGHT_OFFSETS,
+        required=False,
+        default=2.0,
+        help_text=f"Weight offset n0: one of {leaderboard_offsets_text()}.",
     )
 
     def validate_n0(self, value: float) -> float:

@@ -518,7 +518,7 @@ def annotator_view(*, study: Study) -> dict:
 
 # --- the instrument card -------------------------------------------------------------------------
 
-CARD_VERSION = 2
+CARD_VERSION = 3  # 3: "changes", the settings changed after the start
 
 
 def instrument_card(*, study: Study) -> dict:
@@ -529,9 +529,36 @@ def instrument_card(*, study: Study) -> dict:
     depends_on = "|replications:" + ",".join(
         f"{pk}@{finished.isoformat()}" for pk, finished in sorted(replications)
     )
+    # The trail is insert-only: its last row says whether a setting changed since the card was made.
+    depends_on += f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
     return _cached(
         study, "card", {"version": CARD_VERSION}, lambda: _compute_card(study), depends_on=depends_on
     )
+
+
+def _study_changes(study: Study) -> list[dict]:
+    """The settings changed after the start, oldest first. The card is public: who changed them is
+    left to the admin and the staff API, and the values of private settings (completion code and
+    URL, which would let anyone claim a crowd platform's payment) are left out."""
+    from collection.services import STUDY_SETTINGS
+
+    entries = []
+    for change in study.changes.all():
+        setting = STUDY_SETTINGS.get(change.setting)
+        private = setting is None or setting.private
+        entries.append(
+            {
+                "changed_at": change.changed_at.isoformat(),
+                "study_status": change.study_status,
+                "setting": change.setting,
+                "label": setting.label if setting else change.setting,
+                "channel": change.channel,
+                "private": private,
+                "from": None if private else change.old_value,
+                "to": None if private else change.new_value,
+            }
+        )
+    return entries
 
 
 def _compute_card(study: Study) -> dict:
@@ -601,6 +628,7 @@ def _compute_card(study: Study) -> dict:
             "votes_per_annotator": _describe(per_annotator),
             "response_ms": _describe(response_ms),
         },
+        "changes": _study_changes(study),
         "principle": (
             "Annotators compare two items (pairs of tokens) and choose the one whose tokens are more related; "
             "an item's score is its Borda win ratio, rescaled across ballots and averaged (Lombardo et al., Eq. 1, 5, 6). "

@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from collection.models import Assignment, Ballot, Comparison, Item, Study
-from collection.services import ballot_open, leases_expire, study_plan
+from collection.services import ballot_open, leases_expire, study_jobs_restart, study_plan
 from common.errors import ServiceError
 from common.tasks import enqueue, enqueue_on_commit
 from scoring.borda import ballot_tallies, final_order, score_ballot, select_survivors
@@ -261,6 +261,7 @@ def ballots_sweep(*, now: datetime | None = None) -> dict:
         "leases_expired": expired,
         "ballots_closed": closed,
         "simulations_restarted": _simulations_restart(now),
+        "jobs_restarted": study_jobs_restart(now=now),
     }
 
 

@@ -24,6 +24,15 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def empty_cache():
+    # Rate-limit counts and failed logins live in the cache: each test starts with none.
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 

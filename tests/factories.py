@@ -9,7 +9,7 @@ import numpy as np
 from django.db import connection
 from django.test import TestCase
 
-from collection.models import Study
+from collection.models import Assignment, Study
 from collection.services import (
     annotator_consent,
     annotator_for,
@@ -120,3 +120,50 @@ def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None
         if not progressed or study.status == Study.Status.FINISHED:
             break
     return votes
+
+
+def disagreeing_crowd(study: Study, *, seed: int = 0, careless_every: int = 4, biased_every: int = 5):
+    """``choose`` for ``vote_until``: a crowd that disagrees, as a real one does.
+
+    The items' true order is their index (lower = more related). Each annotator perceives the gap
+    between the two items through their own noise (a standard deviation drawn between 1 and 8 index
+    steps), so close pairs split the crowd; every ``careless_every``-th annotator clicks at random, and
+    every ``biased_every``-th picks the left side three times in four whatever it shows. Ties are called
+    on near-equal pairs when the study allows them.
+    """
+    rng = np.random.default_rng(seed)
+    index_of = dict(study.items.values_list("id", "index"))
+    kinds: dict[int, tuple[str, float]] = {}
+
+    def kind_of(annotator_id: int) -> tuple[str, float]:
+        if annotator_id not in kinds:
+            number = len(kinds) + 1
+            kind = (
+                "careless"
+                if number % careless_every == 0
+                else "biased"
+                if number % biased_every == 0
+                else "honest"
+            )
+            kinds[annotator_id] = (kind, float(rng.uniform(1.0, 8.0)))
+        return kinds[annotator_id]
+
+    def choose(comparison):
+        annotator_id = (
+            Assignment.objects.filter(comparison=comparison)
+            .order_by("-pk")
+            .values_list("annotator", flat=True)
+        )[0]
+        kind, noise = kind_of(annotator_id)
+        if kind == "careless":
+            return "left" if rng.random() < 0.5 else "right"
+        if kind == "biased" and rng.random() < 0.75:
+            return "left"
+        perceived = (
+            index_of[comparison.right_item_id] - index_of[comparison.left_item_id] + rng.normal(0, noise)
+        )
+        if study.allow_ties and abs(perceived) < 0.5:
+            return "tie"
+        return "left" if perceived > 0 else "right"
+
+    return choose

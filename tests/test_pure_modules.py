@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PURE_MODULES = [
     "collection/schedule.py",
+    "collection/pairs.py",
     "scoring/borda.py",
     "scoring/plan.py",
     "scoring/simulation.py",

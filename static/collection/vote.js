@@ -4,8 +4,10 @@
  * Without this script the page is a plain form that posts the vote and renders the next comparison.
  * With it, a vote goes to POST /api/votes/ and the next comparison comes from
  * GET /api/studies/<slug>/next/ (204: nothing available, so the page reloads and the server says why).
- * On any API error the vote is sent with the plain form instead: the server records a vote once per
- * assignment, so sending it again is safe.
+ * When the server is briefly unavailable (503, 502, 504, a lost connection) or asks to slow down (429),
+ * the page says so and tries again by itself, after Retry-After or a growing pause: the vote is kept
+ * until it is recorded. On any other API error the vote is sent with the plain form instead: the server
+ * records a vote once per assignment, so sending it again is safe.
  */
 (function () {
   "use strict";
@@ -16,6 +18,8 @@
   }
 
   var REQUEST_TIMEOUT_MS = 15000;
+  var RETRY_STATUSES = { 429: true, 502: true, 503: true, 504: true };
+  var MAX_RETRY_SECONDS = 30;
   var KEYS = { ArrowLeft: "left", "1": "left", ArrowRight: "right", "2": "right", "=": "tie", "0": "tie" };
 
   var voteUrl = form.getAttribute("data-api-vote");
@@ -25,6 +29,7 @@
   var question = document.getElementById("question");
   var status = document.getElementById("vote-status");
   var buttons = Array.prototype.slice.call(form.querySelectorAll("button[name=choice]"));
+  var retryNotice = document.getElementById("vote-retry");
   var shownAt = now();
   var busy = false;
 
@@ -62,6 +67,59 @@
       setTimeout(function () { controller.abort(); }, REQUEST_TIMEOUT_MS);
     }
     return fetch(url, options);
+  }
+
+  function retrySeconds(response, attempt) {
+    var header = response ? response.headers.get("Retry-After") : null;
+    var seconds = header && /^[0-9]+$/.test(header) ? parseInt(header, 10) : Math.pow(2, attempt);
+    return Math.max(1, Math.min(seconds, MAX_RETRY_SECONDS));
+  }
+
+  function showRetry(response, seconds, what) {
+    if (!retryNotice) {
+      return;
+    }
+    var reason = response && response.status === 429
+      ? "Votes are arriving faster than this study takes them."
+      : "The server is briefly unavailable.";
+    retryNotice.textContent = reason + " Trying again to " + what + " in " + seconds +
+      " second" + (seconds === 1 ? "" : "s") + ": nothing is lost, no need to click again.";
+    retryNotice.hidden = false;
+  }
+
+  function hideRetry() {
+    if (retryNotice) {
+      retryNotice.hidden = true;
+      retryNotice.textContent = "";
+    }
+  }
+
+  // Runs request() until the answer is neither a lost connection nor a "try again later" status.
+  function persistently(request, what) {
+    var attempt = 0;
+    function again(response) {
+      var seconds = retrySeconds(response, attempt);
+      attempt += 1;
+      showRetry(response, seconds, what);
+      return new Promise(function (resolve) {
+        setTimeout(resolve, seconds * 1000);
+      }).then(once);
+    }
+    function once() {
+      return request().then(
+        function (response) {
+          if (RETRY_STATUSES[response.status]) {
+            return again(response);
+          }
+          hideRetry();
+          return response;
+        },
+        function () {
+          return again(null);
+        }
+      );
+    }
+    return once();
   }
 
   function setBusy(value, chosen) {
@@ -139,16 +197,17 @@
     var focused = document.activeElement;
     var assignment = assignmentInput.value;
     setBusy(true, chosen);
-    send("POST", voteUrl, {
-      assignment: parseInt(assignment, 10),
-      choice: choice,
-      client_response_ms: elapsed,
-    })
+    var body = { assignment: parseInt(assignment, 10), choice: choice, client_response_ms: elapsed };
+    persistently(function () {
+      return send("POST", voteUrl, body);
+    }, "record your vote")
       .then(function (response) {
         if (!response.ok) {
           throw new Error("the vote was refused with HTTP " + response.status);
         }
-        return send("GET", nextUrl);
+        return persistently(function () {
+          return send("GET", nextUrl);
+        }, "get the next comparison");
       })
       .then(function (response) {
         if (response.status === 204) {

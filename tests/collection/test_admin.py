@@ -10,8 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from collection.models import Item, SemanticArea, Study, Token, Vote
-from collection.services import MAX_UPLOAD_BYTES
+from collection.models import Item, SemanticArea, Study, StudyChange, Token, Vote
+from collection.services import MAX_UPLOAD_BYTES, study_update
 from scoring.models import ItemScore, SimulationRun
 from tests.factories import annotators, committed_callbacks, make_study, vote_until
 
@@ -172,6 +172,9 @@ def study_form_data(**overrides) -> dict:
         "ballot_deadline_hours": "",
         "completion_redirect_url": "",
         "completion_code": "DONE42",
+        "seed": "",
+        "minimum_coverage": "0.5",
+        "relevant_top_k": "",
     }
     data.update(overrides)
     return data
@@ -641,6 +644,7 @@ def test_votes_scores_ballots_and_pools_cannot_be_added_edited_or_deleted_by_han
 
 def test_every_list_and_detail_page_of_a_finished_study_renders(admin_client):
     study = make_study()
+    study_update(study=study, changes={"lease_seconds": 120}, channel=StudyChange.Channel.COMMAND)
     vote_until(study, voters=annotators(study, 10))
     SimulationRun.objects.create(study=study, parameters={"distribution": "exponential"}, repetitions=2)
     models = [model for model in admin.site._registry if model._meta.app_label in ("collection", "scoring")]
@@ -660,6 +664,7 @@ def test_every_list_and_detail_page_of_a_finished_study_renders(admin_client):
         "semanticarea",
         "simulationrun",
         "study",
+        "studychange",
         "token",
         "vote",
     ]

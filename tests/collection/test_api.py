@@ -495,8 +495,10 @@ def test_a_study_needs_appearances_or_a_comparison_budget(staff_client):
 
     assert response.status_code == 400
     assert response.json()["errors"] == [
-        "appearances: set appearances M (e.g. 20) or a comparison_budget from which M is derived"
+        "appearances: the plan needs the appearances M of each item per ballot (the paper uses 20) or a "
+        "comparison budget from which M is derived"
     ]
+    assert not Study.objects.exists()
 
 
 def test_a_plan_impossible_for_the_drafts_items_is_refused_with_the_plans_error(staff_client):
@@ -521,11 +523,14 @@ def test_a_running_study_keeps_its_plan_but_its_wording_can_change(staff_client)
     frozen = staff_client.patch(url, {"appearances": 6}, content_type="application/json")
     reworded = staff_client.patch(url, {"question": "Which pair is closer?"}, content_type="application/json")
 
-    assert frozen.status_code == 400
-    assert frozen.json()["errors"] == [
-        "appearances: cannot change once the study has started (it is running); "
-        "duplicate the study to run it again with other values"
-    ]
+    assert frozen.status_code == 409
+    assert frozen.json() == {
+        "detail": "the study is running, so appearances cannot change any more; nothing was changed. "
+        "Duplicate the study to run the same items again with other values",
+        "errors": [
+            "appearances: cannot change now that the study is running: the plan shaped the ballots already opened"
+        ],
+    }
     assert reworded.status_code == 200
     study.refresh_from_db()
     assert (study.appearances, study.question) == (4, "Which pair is closer?")

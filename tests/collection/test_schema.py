@@ -72,7 +72,7 @@ def test_the_schema_documents_the_204_of_next_with_its_reason_header_and_both_up
     assert "content" not in no_comparison
     upload = schema["paths"]["/api/studies/{slug}/tokens/"]["post"]["requestBody"]["content"]
     assert set(upload) == {"multipart/form-data", "text/csv"}
-    assert schema["components"]["schemas"]["CsvUpload"]["properties"]["file"] == {
+    assert schema["components"]["schemas"]["CsvUploadRequest"]["properties"]["file"] == {
         "type": "string",
         "format": "binary",
         "description": "A CSV file, UTF-8, at most 2 MiB.",

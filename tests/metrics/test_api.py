@@ -20,7 +20,7 @@ from collection.models import Study
 from config.celery import app as celery_app
 from metrics import services
 from metrics.models import Evaluation, Submission
-from tests.factories import annotators, make_study, vote_until
+from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +41,7 @@ def finished_study(django_db_setup, django_db_blocker):
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
     with django_db_blocker.unblock():
         study = make_study(tokens=8, ballot_count=2, appearances=8, seed=4)
-        vote_until(study, voters=annotators(study, 6))
+        vote_until(study, voters=annotators(study, 6), choose=disagreeing_crowd(study, seed=4))
         study.refresh_from_db()
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
     assert study.status == Study.Status.FINISHED
@@ -123,12 +123,21 @@ def test_a_wrong_password_gets_no_token(django_user_model):
 
     response = Client().post("/api/auth/token/", {"username": "owner", "password": "wrong"})
 
-    assert response.status_code == 400
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Token realm="api"'
     assert response.json() == {
-        "detail": "Unable to log in with provided credentials.",
-        "errors": ["Unable to log in with provided credentials."],
+        "detail": "wrong username or password; ask an administrator if you have forgotten yours"
     }
     assert ApiToken.objects.count() == 0
+
+
+def test_a_stale_token_sent_along_does_not_stop_a_login(django_user_model):
+    django_user_model.objects.create_user("owner", password="correct horse")
+    client = Client(headers={"Authorization": "Token no-longer-valid"})
+
+    response = client.post("/api/auth/token/", {"username": "owner", "password": "correct horse"})
+
+    assert response.status_code == 200
 
 
 # --- pairs ---------------------------------------------------------------------------------------

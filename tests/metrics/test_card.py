@@ -20,7 +20,7 @@ from collection.services import study_duplicate, study_start
 from metrics.card import card_markdown, count, number, percent
 from metrics.models import StudyFigure
 from metrics.services import instrument_card
-from tests.factories import annotators, make_study, vote_until
+from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db
 
@@ -34,12 +34,15 @@ HEADINGS = (
     "## 6. Resolution (Welty §5.9)",
     "## 7. Chance level (Lombardo et al. Eq. 8–9)",
     "## 8. How to cite, and what it cannot tell",
+    "## 9. Changes after the start (Welty §5.1)",
 )
 NAN = re.compile(r"\b(nan|inf|infinity)\b", re.IGNORECASE)
 
 
 def finish(study: Study, prefix: str = "p") -> Study:
-    vote_until(study, voters=annotators(study, 6, prefix=prefix))
+    vote_until(
+        study, voters=annotators(study, 6, prefix=prefix), choose=disagreeing_crowd(study, seed=len(prefix))
+    )
     study.refresh_from_db()
     assert study.status == Study.Status.FINISHED
     return study

@@ -19,7 +19,7 @@ from collection.models import Study
 from config.celery import app as celery_app
 from metrics import services
 from metrics.models import Submission
-from tests.factories import annotators, make_study, vote_until
+from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db
 
@@ -108,7 +108,7 @@ def finished_study(django_db_setup, django_db_blocker):
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
     with django_db_blocker.unblock():
         study = make_study(tokens=8, ballot_count=2, appearances=8, seed=4)
-        vote_until(study, voters=annotators(study, 6))
+        vote_until(study, voters=annotators(study, 6), choose=disagreeing_crowd(study, seed=4))
         study.refresh_from_db()
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
     assert study.status == Study.Status.FINISHED

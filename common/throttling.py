@@ -1,0 +1,246 @@
+"""Rate limits: per participant and per client address for voting, per address for joining and for
+tokens, per user for submissions, and a lockout after repeated failed logins.
+
+Rates live in ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` (from ``THROTTLE_*`` environment variables;
+README, Configuration), keyed ``<scope>.participant``, ``<scope>.address`` or ``<scope>.user``; a rate
+of None turns that limit off. A request over a limit gets 429 with ``Retry-After``. The counts live in
+the cache (Redis in the full stack): if the cache does not answer, the request is let through and the
+failure logged, since refusing every annotator while Redis restarts would be worse than a few minutes
+without limits.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from types import SimpleNamespace
+
+from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.core.cache import cache
+from django.dispatch import receiver
+from rest_framework import settings as drf_settings
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+
+logger = logging.getLogger(__name__)
+
+
+def client_address(request) -> str:
+    """The client's address: REMOTE_ADDR, or the proxy's X-Forwarded-For behind a trusted proxy."""
+    return BaseThrottle().get_ident(request) or "unknown"
+
+
+class _ScopedThrottle(SimpleRateThrottle):
+    """A throttle whose scope is ``<view.throttle_scope>.<kind>``; rates read when used, so that a
+    change of settings (tests, a reload) is seen."""
+
+    kind = ""
+
+    def __init__(self):  # the rate depends on the view: found in allow_request
+        pass
+
+    def get_rate(self):
+        return drf_settings.api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def allow_request(self, request, view) -> bool:
+        base = getattr(view, "throttle_scope", None)
+        if not base:
+            return True
+        self.scope = f"{base}.{self.kind}"
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        try:
+            return super().allow_request(request, view)
+        except Exception:  # the cache's client errors have no common base class
+            logger.exception("rate limit %s not checked: the cache does not answer", self.scope)
+            return True
+
+    def identity(self, request) -> str | None:
+        raise NotImplementedError
+
+    def get_cache_key(self, request, view) -> str | None:
+        ident = self.identity(request)
+        return None if ident is None else self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class ParticipantThrottle(_ScopedThrottle):
+    """One annotator: their login, else their browser session, else their address."""
+
+    kind = "participant"
+
+    def identity(self, request) -> str:
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            return f"user-{user.pk}"
+        session = getattr(request, "session", None)
+        if session is not None and session.session_key:
+            return f"session-{session.session_key}"
+        return f"address-{client_address(request)}"
+
+
+class AddressThrottle(_ScopedThrottle):
+    """One client address, whoever is behind it."""
+
+    kind = "address"
+
+    def identity(self, request) -> str:
+        return client_address(request)
+
+
+class UserThrottle(_ScopedThrottle):
+    """One logged-in user (anonymous requests are refused by the view's permissions first)."""
+
+    kind = "user"
+
+    def identity(self, request) -> str | None:
+        user = getattr(request, "user", None)
+        return f"user-{user.pk}" if user is not None and user.is_authenticated else None
+
+
+ANNOTATOR_THROTTLES = [ParticipantThrottle, AddressThrottle]
+
+
+def page_wait_seconds(request, scope: str, throttles=(ParticipantThrottle, AddressThrottle)) -> int | None:
+    """For server-rendered pages: None if the request is within its limits, else the seconds to wait."""
+    view = SimpleNamespace(throttle_scope=scope)
+    for throttle_class in throttles:
+        throttle = throttle_class()
+        if not throttle.allow_request(request, view):
+            wait = throttle.wait()
+            return max(1, math.ceil(wait)) if wait is not None else 60
+    return None
+
+
+# --- failed logins ---------------------------------------------------------------------------------
+
+
+class LoginLockout:
+    """Counts failed logins per username and per address within a window; past the limit, every
+    login attempt for that username or from that address is refused (429) until the window ends.
+
+    Failures are counted from Django's ``user_login_failed`` signal, so the admin's login, the model
+    owners' login page and ``POST /api/auth/token/`` share one count; a successful login clears the
+    username's count.
+    """
+
+    def __init__(self, settings):
+        self.username_limit = settings.LOGIN_FAILURES_PER_USERNAME
+        self.address_limit = settings.LOGIN_FAILURES_PER_ADDRESS
+        self.window = settings.LOGIN_LOCKOUT_SECONDS
+
+    @staticmethod
+    def _keys(username: str | None, address: str | None) -> list[tuple[str, str]]:
+        keys = []
+        if username:
+            keys.append(("username", f"login-failures:user:{username.strip().casefold()}"))
+        if address:
+            keys.append(("address", f"login-failures:address:{address}"))
+        return keys
+
+    def _limit(self, kind: str) -> int:
+        return self.username_limit if kind == "username" else self.address_limit
+
+    def record_failure(self, *, username: str | None, address: str | None) -> None:
+        for _kind, key in self._keys(username, address):
+            try:
+                if not cache.add(key, 1, self.window):
+                    cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, self.window)
+            except Exception:
+                logger.exception("failed login not counted: the cache does not answer")
+
+    def clear(self, *, username: str | None) -> None:
+        for _kind, key in self._keys(username, None):
+            try:
+                cache.delete(key)
+            except Exception:
+                logger.exception("failed logins not cleared: the cache does not answer")
+
+    def locked(self, *, username: str | None, address: str | None) -> bool:
+        for kind, key in self._keys(username, address):
+            try:
+                if (cache.get(key) or 0) >= self._limit(kind):
+                    return True
+            except Exception:
+                logger.exception("lockout not checked: the cache does not answer")
+        return False
+
+
+def login_lockout() -> LoginLockout:
+    from django.conf import settings
+
+    return LoginLockout(settings)
+
+
+@receiver(user_login_failed)
+def _count_failed_login(sender, credentials, request=None, **kwargs):
+    login_lockout().record_failure(
+        username=credentials.get("username"), address=client_address(request) if request else None
+    )
+
+
+@receiver(user_logged_in)
+def _clear_failed_logins(sender, request, user, **kwargs):
+    login_lockout().clear(username=user.get_username())
+
+
+class LoginLockoutMiddleware:
+    """Refuses a login attempt (429, ``Retry-After``) for a locked username or address, before the
+    password is checked: the admin's login, the model owners' login page and the API token."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self._paths = None
+
+    def login_paths(self) -> set[str]:
+        if self._paths is None:
+            from django.urls import NoReverseMatch, reverse
+
+            paths = set()
+            for name in ("admin:login", "metrics:login", "api-token"):
+                try:
+                    paths.add(reverse(name))
+                except NoReverseMatch:
+                    pass
+            self._paths = paths
+        return self._paths
+
+    def __call__(self, request):
+        if request.method == "POST" and request.path in self.login_paths():
+            lockout = login_lockout()
+            if lockout.locked(username=_posted_username(request), address=client_address(request)):
+                return _locked_response(request, lockout.window)
+        return self.get_response(request)
+
+
+def _posted_username(request) -> str | None:
+    if request.content_type == "application/json":
+        import json
+
+        try:
+            body = json.loads(request.body[:4096] or b"{}")
+        except (ValueError, RecursionError):
+            return None
+        username = body.get("username") if isinstance(body, dict) else None
+        return username if isinstance(username, str) else None
+    username = request.POST.get("username")
+    return username or None
+
+
+def _locked_response(request, window: int):
+    from django.http import HttpResponse, JsonResponse
+
+    minutes = max(1, round(window / 60))
+    message = (
+        f"too many failed logins for this account or from this address; try again in {minutes} minute(s), "
+        "or ask an administrator to reset your password"
+    )
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": message}, status=429)
+    else:
+        response = HttpResponse(
+            f"<!doctype html><title>Too many attempts</title><h1>Too many attempts</h1><p>{message}.</p>",
+            status=429,
+        )
+    response["Retry-After"] = str(window)
+    return response

@@ -1,0 +1,117 @@
+"""schemathesis over every operation of the REST API, as staff and as a model owner: no 5xx, and every
+response as the schema says (status code, content type, body, headers), whatever the request.
+
+The quick version for CI: a bounded number of examples per operation and phase (``MAX_EXAMPLES``),
+in-process through the WSGI application, against the world of ``tests/api/world.py`` (a finished study
+with models, a running study, a draft); path parameters name its studies and submissions half of the
+time, so operations reach their real branches. ``reliability/fuzz.py`` is the heavy version (every
+check, thousands of requests, a live server); RELIABILITY.md has its figures.
+
+``positive_data_acceptance`` is the one check left out here: it expects any request the schema allows to
+succeed, but some refusals follow from rules a schema cannot state (a slug already taken, a plan
+impossible for the study's items, a CSV's content, a K beyond the study's items). The heavy run reports
+it, with those cases named.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import schemathesis
+from django.core.cache import cache
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import load_all_checks
+from schemathesis.specs.openapi import checks as openapi_checks
+
+from config.celery import app as celery_app
+from config.wsgi import application
+from reliability.fuzz import use_world_path_parameters
+from tests.api.world import build_world
+
+pytestmark = pytest.mark.django_db
+
+MAX_EXAMPLES = 15
+
+SCHEMA = schemathesis.openapi.from_wsgi(
+    "/api/schema/?format=json",
+    application,
+    config=schemathesis.Config.from_dict(
+        # The token the test sends is the credential under test: no made-up session cookie beside it.
+        {"generation": {"max-examples": MAX_EXAMPLES, "with-security-parameters": False}}
+    ),
+)
+
+load_all_checks()
+CHECKS = [
+    openapi_checks.status_code_conformance,
+    openapi_checks.content_type_conformance,
+    openapi_checks.response_headers_conformance,
+    openapi_checks.response_schema_conformance,
+    openapi_checks.negative_data_rejection,
+    openapi_checks.missing_required_header,
+    openapi_checks.unsupported_method,
+    openapi_checks.allow_header_conformance,
+    openapi_checks.ignored_auth,
+]
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
+    with django_db_blocker.unblock():
+        built = build_world()
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
+    yield built
+    with django_db_blocker.unblock():
+        from django.core.management import call_command
+
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def limits_off(settings):
+    """Rate limits and the failed-login lockout off, so that requests reach the views (429 is documented
+    for the operations that have it; the lockout's counts are cleared for the tests that follow)."""
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": dict.fromkeys(rates)}
+    settings.LOGIN_FAILURES_PER_USERNAME = settings.LOGIN_FAILURES_PER_ADDRESS = 10**9
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def path_parameters_from(world):
+    rng = random.Random(0)
+
+    def use(case):
+        return use_world_path_parameters(
+            case, slugs=list(world.slugs), submission_ids=list(world.submission_ids), rng=rng
+        )
+
+    return use
+
+
+def call_and_check(case, token: str) -> None:
+    response = case.call(headers={"Authorization": f"Token {token}"})
+    assert response.status_code < 500, (
+        f"{case.method} {case.formatted_path} answered {response.status_code}: {response.text[:2000]}"
+    )
+    case.validate_response(response, checks=CHECKS, headers={"Authorization": f"Token {token}"})
+
+
+@SCHEMA.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_as_staff_no_request_gets_a_5xx_or_an_answer_the_schema_does_not_describe(
+    case, world, path_parameters_from
+):
+    call_and_check(path_parameters_from(case), world.staff_token)
+
+
+@SCHEMA.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_as_a_model_owner_no_request_gets_a_5xx_or_an_answer_the_schema_does_not_describe(
+    case, world, path_parameters_from
+):
+    call_and_check(path_parameters_from(case), world.owner_a_token)

@@ -1,0 +1,109 @@
+"""A realistic state of the platform for whole-API tests: a finished study with models submitted, a running
+study with votes, a draft; staff, two model owners and an annotator.
+
+Built through the services (``tests/factories.py``), so every operation of the API reaches its real
+branches: results and leaderboards exist, a ballot is open, pools can still change. The fuzzing test, the
+permission matrix and ``reliability/fuzz.py`` (against a live server) all start from this world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token as ApiToken
+
+from collection.models import Assignment, Study
+from metrics import services as metrics_services
+from metrics.models import Submission
+from tests.factories import annotators, make_study, vote_until
+
+FINISHED, RUNNING, DRAFT = "finished", "running", "draft"
+
+
+@dataclass
+class World:
+    staff_token: str
+    owner_a_token: str
+    owner_b_token: str
+    slugs: tuple[str, ...]  # finished, running, draft
+    submission_a: int  # owner A's, evaluated
+    submission_b: int  # owner B's, evaluated
+
+    @property
+    def submission_ids(self) -> tuple[int, int]:
+        return self.submission_a, self.submission_b
+
+
+def noisy_crowd(study: Study, *, seed: int):
+    """``choose`` for ``vote_until``: each annotator sees the item order (lower index = more related)
+    through their own amount of noise, and calls close pairs a tie when the study allows ties; so the crowd
+    disagrees, and the ranking, the leaderboard's intervals and the agreement figures are not degenerate."""
+    rng = np.random.default_rng(seed)
+    index_of = dict(study.items.values_list("id", "index"))
+    noise_of: dict[int, float] = {}
+
+    def choose(comparison):
+        annotator_id = (
+            Assignment.objects.filter(comparison=comparison)
+            .order_by("-pk")
+            .values_list("annotator", flat=True)
+        )[0]
+        noise = noise_of.setdefault(annotator_id, float(rng.uniform(0.5, 6.0)))
+        difference = index_of[comparison.right_item_id] - index_of[comparison.left_item_id]
+        perceived = difference + rng.normal(0.0, noise)
+        if study.allow_ties and abs(perceived) < 0.5:
+            return "tie"
+        return "left" if perceived > 0 else "right"
+
+    return choose
+
+
+def _user_with_token(username: str, **fields) -> str:
+    user = get_user_model().objects.create_user(username, password=f"{username}-password", **fields)
+    return ApiToken.objects.create(user=user).key
+
+
+def _submit(study: Study, owner_token: str, model_name: str, seed: int) -> int:
+    owner = ApiToken.objects.get(key=owner_token).user
+    rng = np.random.default_rng(seed)
+    truth = dict(study.items.values_list("pk", "final_score"))
+    rows = [{"item": pk, "score": float(score + rng.normal(0, 0.1))} for pk, score in truth.items()]
+    submission = metrics_services.submission_create(
+        study=study, owner=owner, model_name=model_name, data=rows, source_format="json"
+    )
+    assert submission.status == Submission.Status.DONE, submission.error
+    return submission.pk
+
+
+def build_world() -> World:
+    """The world; Celery must run tasks in place (eager) while it is built."""
+    staff_token = _user_with_token("staff", is_staff=True)
+    owner_a_token = _user_with_token("owner-a")
+    owner_b_token = _user_with_token("owner-b")
+
+    finished = make_study(tokens=8, ballot_count=2, appearances=8, seed=4, allow_ties=True)
+    vote_until(finished, voters=annotators(finished, 6), choose=noisy_crowd(finished, seed=1))
+    finished.refresh_from_db()
+    assert finished.status == Study.Status.FINISHED
+    submission_a = _submit(finished, owner_a_token, "model-a", seed=2)
+    submission_b = _submit(finished, owner_b_token, "model-b", seed=3)
+
+    running = make_study(tokens=6, ballot_count=3, appearances=4, seed=5)
+    vote_until(
+        running, voters=annotators(running, 3, prefix="r"), choose=noisy_crowd(running, seed=6), max_votes=10
+    )
+
+    draft = make_study(tokens=6, start=False)
+
+    for study, slug in ((finished, FINISHED), (running, RUNNING), (draft, DRAFT)):
+        Study.objects.filter(pk=study.pk).update(slug=slug)
+    return World(
+        staff_token=staff_token,
+        owner_a_token=owner_a_token,
+        owner_b_token=owner_b_token,
+        slugs=(FINISHED, RUNNING, DRAFT),
+        submission_a=submission_a,
+        submission_b=submission_b,
+    )
