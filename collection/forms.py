@@ -21,7 +21,8 @@ DISTRIBUTION_LABELS = {
 
 def _sentence(text: str) -> str:
     text = text.strip()
-    text = text[:1].upper() + text[1:]
+    if "_" not in text.split(" ", 1)[0]:  # a field name (keep_fraction) keeps its case
+        text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
 
 

@@ -16,13 +16,19 @@ from common.serializers import StrictJSONTypes
 
 class StudyChangeSerializer(serializers.ModelSerializer):
     user = serializers.SerializerMethodField(help_text="Who changed it: a username, null for a command.")
-    channel = serializers.ChoiceField(choices=StudyChange.Channel.choices, help_text="Where it was changed.")
-    study_status = serializers.ChoiceField(
-        choices=Study.Status.choices, help_text="The study's state when it changed."
+    channel = serializers.ChoiceField(
+        choices=StudyChange.Channel.choices, read_only=True, help_text="Where it was changed."
     )
-    setting = serializers.CharField(help_text="The field of the study that changed.")
-    old_value = serializers.JSONField(allow_null=True, help_text="Its value before; null when it was blank.")
-    new_value = serializers.JSONField(allow_null=True, help_text="Its value after; null when it is blank.")
+    study_status = serializers.ChoiceField(
+        choices=Study.Status.choices, read_only=True, help_text="The study's state when it changed."
+    )
+    setting = serializers.CharField(read_only=True, help_text="The field of the study that changed.")
+    old_value = serializers.JSONField(
+        allow_null=True, read_only=True, help_text="Its value before; null when it was blank."
+    )
+    new_value = serializers.JSONField(
+        allow_null=True, read_only=True, help_text="Its value after; null when it is blank."
+    )
 
     class Meta:
         model = StudyChange
