@@ -206,6 +206,7 @@ class StudyAdmin(admin.ModelAdmin):
                         "ballot_deadline_hours",
                         "completion_redirect_url",
                         "completion_code",
+                        "require_signed_links",
                     )
                 },
             ),

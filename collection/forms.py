@@ -67,6 +67,7 @@ class StudyAdminForm(forms.ModelForm):
             "ballot_deadline_hours",
             "completion_redirect_url",
             "completion_code",
+            "require_signed_links",
             "seed",
             "minimum_coverage",
             "relevant_top_k",

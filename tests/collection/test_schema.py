@@ -20,6 +20,7 @@ STAFF_OPERATIONS = {
     ("/api/studies/{slug}/tokens/", "post"),
     ("/api/studies/{slug}/items/", "get"),
     ("/api/studies/{slug}/items/generate/", "post"),
+    ("/api/studies/{slug}/jobs/{job_id}/", "get"),
     ("/api/studies/{slug}/items/upload/", "post"),
     ("/api/studies/{slug}/plan/", "get"),
     ("/api/studies/{slug}/start/", "post"),
@@ -94,6 +95,7 @@ def test_the_api_docs_page_loads_swagger_ui_from_our_own_static_files():
     assets = re.findall(r'<(?:script|link)\b[^>]*?\b(?:src|href)="([^"]+)"', html)
     assert sorted(assets) == [
         "/api/docs/?script=",  # the initialiser, served by the view itself: no inline JavaScript
+        "/static/api/swagger-ui.css",  # our overrides, instead of drf-spectacular's inline <style>
         "/static/drf_spectacular_sidecar/swagger-ui-dist/favicon-32x32.png",
         "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js",
         "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-standalone-preset.js",

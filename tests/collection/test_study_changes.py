@@ -66,6 +66,7 @@ CHANGES = {
     "ballot_deadline_hours": {"ballot_deadline_hours": 48},
     "completion_redirect_url": {"completion_redirect_url": "https://crowd.example/done?cc=C0DE"},
     "completion_code": {"completion_code": "NEWCODE"},
+    "require_signed_links": {"require_signed_links": True},
     "minimum_coverage": {"minimum_coverage": 0.8},
     "relevant_top_k": {"relevant_top_k": 5},
 }
