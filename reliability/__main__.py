@@ -48,6 +48,9 @@ def _stack_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--web-workers", type=int, default=4, help="gunicorn processes (WEB_CONCURRENCY)")
     group.add_argument("--sweep-seconds", type=float, default=15.0, help="SWEEP_SECONDS of beat")
     group.add_argument("--throttle-rate", default="1000000/s", help='every THROTTLE_* rate ("off": none)')
+    group.add_argument(
+        "--analyze", action="store_true", help="ANALYZE after seeding (diagnostic: fresh planner statistics)"
+    )
     group.add_argument("--keep", action="store_true", help="keep the run directory (logs, database)")
     group.add_argument("--time-limit", type=float, default=None, help="seconds before the run is stopped")
     group.add_argument("--json", type=Path, default=None, help="also write the report here")
@@ -97,6 +100,7 @@ def parser() -> argparse.ArgumentParser:
 
     redis = faults.add_parser("redis-restart", help="Redis stopped under load, then started empty")
     redis.add_argument("--down", type=float, default=15)
+    redis.add_argument("--freeze", action="store_true", help="SIGSTOP then SIGCONT: a Redis that hangs")
     redis.add_argument("--warmup", type=float, default=10)
     redis.add_argument("--after", type=float, default=30)
     _load_arguments(redis, annotators=30, think_ms=500)

@@ -22,6 +22,7 @@ import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -55,11 +56,16 @@ class Sample:
 @dataclass
 class Recorder:
     started: float = field(default_factory=time.monotonic)
+    started_wall: datetime = field(default_factory=lambda: datetime.now(UTC))
     samples: list[Sample] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)
 
     def now(self) -> float:
         return time.monotonic() - self.started
+
+    def wall(self, at: float) -> datetime:
+        """The wall-clock time of ``at`` seconds into the run (to compare with database timestamps)."""
+        return self.started_wall + timedelta(seconds=at)
 
     def record(self, endpoint: str, outcome: str, seconds: float) -> None:
         self.samples.append(Sample(self.now(), endpoint, outcome, seconds))

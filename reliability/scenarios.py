@@ -37,7 +37,8 @@ class ScenarioFailed(RuntimeError):
 def query(stack: Stack, sql: str, params=None) -> list[dict]:
     """Rows of ``sql`` on the stack's database, on a fresh connection (it survives restarts)."""
     with psycopg.connect(stack.database_url, row_factory=dict_row, autocommit=True, connect_timeout=5) as db:
-        return db.execute(sql, params).fetchall()
+        cursor = db.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
 
 
 def try_query(stack: Stack, sql: str, params=None) -> list[dict] | None:
@@ -113,6 +114,16 @@ def settle(stack: Stack, slug: str, timeout: float) -> None:
         wait_until("settled ballots", settled, timeout)
     except ScenarioFailed:
         pass  # the invariants are checked anyway; the report shows the open ballot
+
+
+def seed(stack: Stack, args, **options) -> dict:
+    """The scenario's study; with ``--analyze``, fresh planner statistics afterwards (a diagnostic:
+    the comparisons of a new ballot otherwise wait for autovacuum's ANALYZE, about a minute)."""
+    plan = stack.seed_study(**options)
+    if getattr(args, "analyze", False):
+        query(stack, "ANALYZE")
+        plan["analyzed"] = True
+    return plan
 
 
 def finish(stack: Stack, report: dict, slug: str) -> dict:
@@ -197,8 +208,14 @@ def scenario_load(stack: Stack, args) -> dict:
             appearances=args.appearances,
         )
         cap = max(5, math.ceil(2 * plan.comparisons[0] / args.annotators))
-    plan = stack.seed_study(
-        slug="load", tokens=args.tokens, appearances=args.appearances, ballots=args.ballots, cap=cap
+    plan = seed(
+        stack,
+        args,
+        slug="load",
+        tokens=args.tokens,
+        appearances=args.appearances,
+        ballots=args.ballots,
+        cap=cap,
     )
     config = LoadConfig(
         base_url=stack.base_url,
@@ -228,7 +245,7 @@ def scenario_worker_kill(stack: Stack, args) -> dict:
     """
     stack.start(worker=False, beat=True)
     slug = "kill"
-    plan = stack.seed_study(slug=slug, tokens=16, appearances=4, ballots=3, cap=40)
+    plan = seed(stack, args, slug=slug, tokens=16, appearances=4, ballots=3, cap=40)
     config = LoadConfig(
         base_url=stack.base_url,
         slug=slug,
@@ -349,10 +366,30 @@ def _outage(stack: Stack, args, *, slug: str, stop_service, start_service, what:
                 recovered_rate = round(second + 1 - events["up"], 1)
                 break
             second += 1
+    # Ballots whose last vote came while the service was down: how long after the restart they closed.
+    down_wall, up_wall = recorder.wall(events["down"]), recorder.wall(events["up"])
+    rows = ballots(stack, slug)
+    closes = []
+    for ballot, following in zip(rows, rows[1:] + [None], strict=True):
+        if ballot["last_vote"] is None or not down_wall <= ballot["last_vote"] <= up_wall:
+            continue
+        if ballot["votes_recorded"] < ballot["comparison_count"]:
+            continue
+        opened = following["opened_at"] if following else ballot["closed_at"]
+        closes.append(
+            {
+                "ballot": ballot["number"],
+                "completed_s_after_stop": round((ballot["last_vote"] - down_wall).total_seconds(), 1),
+                "next_ballot_s_after_restart": None
+                if opened is None
+                else round((opened - up_wall).total_seconds(), 1),
+            }
+        )
     return {
         "annotators": args.annotators,
         "think_ms": args.think_ms,
         "down_seconds": args.down,
+        "ballots_completed_while_down": closes,
         "events": [(round(at, 2), what) for at, what in recorder.events],
         "first_vote_after_restart_s": None if first_vote is None else round(first_vote - events["up"], 2),
         "seconds_until_half_the_baseline_vote_rate": recovered_rate,
@@ -367,8 +404,8 @@ def scenario_postgres_restart(stack: Stack, args) -> dict:
     """PostgreSQL stopped (``pg_ctl stop -m fast``, or ``immediate``: a crash) under load, then started."""
     stack.start()
     slug = "pg"
-    plan = stack.seed_study(
-        slug=slug, tokens=args.tokens, appearances=args.appearances, ballots=args.ballots, cap=None
+    plan = seed(
+        stack, args, slug=slug, tokens=args.tokens, appearances=args.appearances, ballots=args.ballots
     )
     report = {"scenario": f"postgres-restart ({args.mode}, {args.down:g} s)", "plan": plan}
     report |= _outage(
@@ -380,16 +417,30 @@ def scenario_postgres_restart(stack: Stack, args) -> dict:
 
 
 def scenario_redis_restart(stack: Stack, args) -> dict:
-    """Redis (broker, cache of the rate limits) stopped under load, then started empty."""
+    """Redis (broker, cache of the rate limits) stopped under load, then started empty; with
+    ``--freeze``, stopped with SIGSTOP and resumed with SIGCONT instead (a hung Redis)."""
     stack.start()
     slug = "redis"
-    plan = stack.seed_study(
-        slug=slug, tokens=args.tokens, appearances=args.appearances, ballots=args.ballots, cap=None
+    plan = seed(
+        stack, args, slug=slug, tokens=args.tokens, appearances=args.appearances, ballots=args.ballots
     )
-    report = {"scenario": f"redis-restart ({args.down:g} s)", "plan": plan}
-    report |= _outage(
-        stack, args, slug=slug, what="Redis", stop_service=stack.redis_stop, start_service=stack.redis_start
-    )
+    if args.freeze:  # the port still accepts connections (the kernel's backlog) and nothing answers
+        report = {"scenario": f"redis-freeze ({args.down:g} s)", "plan": plan}
+        report |= _outage(
+            stack, args, slug=slug, what="Redis (SIGSTOP)",
+            stop_service=lambda: stack.kill("redis", signal.SIGSTOP),
+            start_service=lambda: stack.kill("redis", signal.SIGCONT),
+        )  # fmt: skip
+    else:
+        report = {"scenario": f"redis-restart ({args.down:g} s)", "plan": plan}
+        report |= _outage(
+            stack,
+            args,
+            slug=slug,
+            what="Redis",
+            stop_service=stack.redis_stop,
+            start_service=stack.redis_start,
+        )
     closes_after = [
         b for b in ballots(stack, slug) if b["closed_at"] is not None and b["last_vote"] is not None
     ]
@@ -443,7 +494,7 @@ def _duplicates_and_resends(stack: Stack, args) -> dict:
     """Resends (sequential) and concurrent duplicates of the same vote, and of the same 'next' request,
     while a background crowd votes."""
     stack.start()
-    plan = stack.seed_study(slug="dup", tokens=30, appearances=10, ballots=3, cap=None)
+    plan = seed(stack, args, slug="dup", tokens=30, appearances=10, ballots=3)
     background = LoadConfig(
         base_url=stack.base_url,
         slug="dup",

@@ -26,6 +26,76 @@ def _database_url_of_the_test_database() -> str:
     return f"postgres://{credentials}{settings['HOST']}:{settings['PORT'] or 5432}/{settings['NAME']}"
 
 
+class CeleryWorker:
+    """``celery -A config worker`` in a process group of its own, on the test database, logging to a file."""
+
+    def __init__(self, log_path: Path, *, concurrency: int = 1):
+        self.node = f"test-{uuid.uuid4().hex[:8]}@localhost"
+        self.log_path = log_path
+        environment = dict(
+            os.environ, DATABASE_URL=_database_url_of_the_test_database(), CELERY_TASK_ALWAYS_EAGER="false"
+        )
+        argv = [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "info"]
+        argv += ["--concurrency", str(concurrency), "--pool", "prefork", "-n", self.node]
+        argv += ["--without-gossip", "--without-mingle"]
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                argv,
+                cwd=REPO_ROOT,
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def answers_ping(self) -> bool:
+        """Whether the worker answers a broker ping; a broker that does not answer in time is 'not yet'."""
+        from config.celery import app
+
+        try:
+            replies = app.control.ping(destination=[self.node], timeout=1.0) or []
+        except Exception:  # redis and kombu time-outs and connection errors have no common base class
+            return False
+        return any(self.node in reply for reply in replies)
+
+    def wait_until_ready(self, timeout: float = WORKER_START_TIMEOUT_SECONDS) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.answers_ping():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the Celery worker did not start:\n{self.log()[-3000:]}")
+            time.sleep(0.2)
+
+    def pool_processes(self) -> list[int]:
+        """The pids of the worker's pool processes (the children of its main process)."""
+        pid = self.process.pid
+        try:
+            return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        except OSError:
+            return []
+
+    def kill(self) -> None:
+        """SIGKILL to the whole worker, as ``docker kill`` or the OOM killer would."""
+        _signal_group(self.process, signal.SIGKILL)
+        self.process.wait(timeout=20)
+
+    def stop(self) -> None:
+        _stop_process_group(self.process)
+
+
+def start_celery_worker(log_path: Path, *, concurrency: int = 1) -> CeleryWorker:
+    """A worker that answers pings; the caller stops it (``stop``). Messages already queued are kept."""
+    worker = CeleryWorker(log_path, concurrency=concurrency)
+    try:
+        worker.wait_until_ready()
+    except BaseException:
+        worker.stop()
+        raise
+    return worker
+
+
 @pytest.fixture
 def celery_worker_process(transactional_db, tmp_path):
     """Starts ``celery -A config worker`` (one process, a unique node name) and yields its node name.
@@ -35,62 +105,30 @@ def celery_worker_process(transactional_db, tmp_path):
     from config.celery import app
 
     app.control.purge()  # messages left by earlier tests must not reach this worker
-    node = f"test-{uuid.uuid4().hex[:8]}@localhost"
-    log_path = tmp_path / "worker.log"
-    environment = dict(
-        os.environ, DATABASE_URL=_database_url_of_the_test_database(), CELERY_TASK_ALWAYS_EAGER="false"
-    )
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-l",
-                "info",
-                "--concurrency",
-                "1",
-                "--pool",
-                "prefork",
-                "-n",
-                node,
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            cwd=REPO_ROOT,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    worker = start_celery_worker(tmp_path / "worker.log")
     try:
-        deadline = time.monotonic() + WORKER_START_TIMEOUT_SECONDS
-        while True:
-            replies = app.control.ping(destination=[node], timeout=1.0) or []
-            if any(node in reply for reply in replies):
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Celery worker did not start:\n{log_path.read_text()[-3000:]}")
-        yield {"node": node, "log": log_path}
+        yield {"node": worker.node, "log": worker.log_path}
     finally:
-        _stop_process_group(process)
+        worker.stop()
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _stop_process_group(process: subprocess.Popen) -> None:
     """SIGTERM to the worker and its pool children, SIGKILL if they linger; gone already is fine."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
+        _signal_group(process, sig)
         try:
             process.wait(timeout=20)
-            return
+            break
         except subprocess.TimeoutExpired:
             continue
+    _signal_group(process, signal.SIGKILL)  # pool children that outlived their parent
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from the repository root (the image's /app), with the compose environment pointe
 PostgreSQL and Redis.
 """
 
+import http.client
 import json
 import os
 import re
@@ -176,22 +177,30 @@ def processes(tmp_path):
 
 
 def healthz(port: int) -> tuple[int, dict | str] | None:
-    """(status, JSON body) of GET /healthz/, or None while nothing listens on the port."""
+    """(status, JSON body) of GET /healthz/, or None while it does not answer yet: nothing listens on
+    the port, or gunicorn accepted the connection but answered after the timeout (a busy machine)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz/", timeout=5) as response:
             return response.status, json.load(response)
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode(errors="replace")
-    except (urllib.error.URLError, ConnectionError):
+    except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
         return None
 
 
 def ping(node: str, env: dict[str, str]) -> dict | None:
+    """The worker's answer to ``celery inspect ping``, or None while it does not answer (in time)."""
     argv = [str(VENV_BIN / "celery"), *"-A config inspect ping --json --timeout 2".split(), "-d", node]
-    result = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=30)
+    try:
+        result = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return None
     if result.returncode != 0:
         return None
-    return json.loads(result.stdout)
+    try:
+        return json.loads(result.stdout)
+    except ValueError:  # cut short
+        return None
 
 
 def test_web_worker_and_beat_start_with_their_compose_commands(
