@@ -31,6 +31,9 @@ from common.throttling import AddressThrottle, page_wait_seconds
 # Query parameters that carry the crowd platform's participant id: ours, Prolific's, MTurk's.
 PARTICIPANT_PARAMETERS = ("participant", "PROLIFIC_PID", "workerId")
 
+# The longest participant id kept (Annotator.participant_id); Prolific's and MTurk's are 24 and 14 long.
+MAX_PARTICIPANT_ID_LENGTH = 128
+
 # A client-measured response time beyond a day is a clock glitch, not a measurement.
 MAX_CLIENT_RESPONSE_MS = 24 * 60 * 60 * 1000
 
@@ -50,6 +53,15 @@ def _participant_id(data) -> str | None:
         if value:
             return value
     return None
+
+
+def _participant_id_problem(participant_id: str | None) -> str:
+    if participant_id and len(participant_id) > MAX_PARTICIPANT_ID_LENGTH:
+        return (
+            f"This link is not valid: its participant id is {len(participant_id):,} characters long, and "
+            f"crowd platforms' ids are at most {MAX_PARTICIPANT_ID_LENGTH}. Open the link you were given, unchanged."
+        )
+    return ""
 
 
 def _client_response_ms(value: str | None) -> int | None:
@@ -116,6 +128,8 @@ def entry(request, slug):
         return _consent(request, study)
     participant_id = _participant_id(request.GET)
     signature = request.GET.get(SIGNATURE_PARAMETER, "")
+    if too_long := _participant_id_problem(participant_id):
+        return _entry_page(request, study, None, link_error=too_long, status=400)
     problem = _link_problem(request, study, participant_id, signature)
     if problem:
         return _entry_page(request, study, None, link_error=problem, status=403)
@@ -131,6 +145,8 @@ def _consent(request, study):
         return _too_fast_page(request, study, wait, next_url=study.get_absolute_url())
     participant_id = _participant_id(request.POST)
     signature = request.POST.get(SIGNATURE_PARAMETER, "")
+    if too_long := _participant_id_problem(participant_id):
+        return _entry_page(request, study, None, link_error=too_long, status=400)
     problem = _link_problem(request, study, participant_id, signature)
     if problem:
         return _entry_page(request, study, None, link_error=problem, status=403)

@@ -210,3 +210,15 @@ def test_the_command_prints_a_working_signed_link_per_participant(tmp_path, caps
     page = Client().get(link.removeprefix("http://testserver"))
     assert page.status_code == 200
     assert 'name="participant" value="B 2"' in page.content.decode()
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_a_participant_id_longer_than_any_crowd_platforms_is_refused_with_nothing_created(method):
+    study = make_study()
+    data = {"participant": "p" * 129, "consent": "yes"}
+
+    response = getattr(Client(), method)(f"/s/{study.slug}/", data)
+
+    assert response.status_code == 400
+    assert "its participant id is 129 characters long" in response.content.decode()
+    assert not Annotator.objects.filter(study=study).exists()
