@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from types import SimpleNamespace
 
 from django.contrib.auth.signals import user_logged_in, user_login_failed
@@ -22,6 +23,22 @@ from rest_framework import settings as drf_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 logger = logging.getLogger(__name__)
+
+
+# After the cache fails, the limits are not checked for this long (in this process): a Redis that hangs
+# would otherwise cost every request its timeouts (RELIABILITY.md: 7 s per vote while Redis was frozen).
+CACHE_RETRY_SECONDS = 10.0
+_cache_down_until = 0.0
+
+
+def cache_usable() -> bool:
+    return time.monotonic() >= _cache_down_until
+
+
+def cache_failed(what: str) -> None:
+    global _cache_down_until
+    _cache_down_until = time.monotonic() + CACHE_RETRY_SECONDS
+    logger.exception("%s: the cache does not answer; rate limits are off for %g s", what, CACHE_RETRY_SECONDS)
 
 
 def client_address(request) -> str:
@@ -48,10 +65,12 @@ class _ScopedThrottle(SimpleRateThrottle):
         self.scope = f"{base}.{self.kind}"
         self.rate = self.get_rate()
         self.num_requests, self.duration = self.parse_rate(self.rate)
+        if self.rate is None or not cache_usable():
+            return True
         try:
             return super().allow_request(request, view)
         except Exception:  # the cache's client errors have no common base class
-            logger.exception("rate limit %s not checked: the cache does not answer", self.scope)
+            cache_failed(f"rate limit {self.scope} not checked")
             return True
 
     def identity(self, request) -> str | None:
@@ -140,29 +159,32 @@ class LoginLockout:
         return self.username_limit if kind == "username" else self.address_limit
 
     def record_failure(self, *, username: str | None, address: str | None) -> None:
-        for _kind, key in self._keys(username, address):
+        for _kind, key in self._keys(username, address) if cache_usable() else ():
             try:
                 if not cache.add(key, 1, self.window):
                     cache.incr(key)
             except ValueError:  # expired between add and incr
                 cache.add(key, 1, self.window)
             except Exception:
-                logger.exception("failed login not counted: the cache does not answer")
+                cache_failed("failed login not counted")
+                return
 
     def clear(self, *, username: str | None) -> None:
-        for _kind, key in self._keys(username, None):
+        for _kind, key in self._keys(username, None) if cache_usable() else ():
             try:
                 cache.delete(key)
             except Exception:
-                logger.exception("failed logins not cleared: the cache does not answer")
+                cache_failed("failed logins not cleared")
+                return
 
     def locked(self, *, username: str | None, address: str | None) -> bool:
-        for kind, key in self._keys(username, address):
+        for kind, key in self._keys(username, address) if cache_usable() else ():
             try:
                 if (cache.get(key) or 0) >= self._limit(kind):
                     return True
             except Exception:
-                logger.exception("lockout not checked: the cache does not answer")
+                cache_failed("lockout not checked")
+                return False
         return False
 
 

@@ -120,7 +120,6 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None):
     next ballot. Comparisons not voted by then are cancelled, with their leases.
     Returns the ballot, or None if it does not exist.
     """
-    now = now or timezone.now()
     with transaction.atomic():
         ballot = Ballot.objects.select_for_update().select_related("study").filter(pk=ballot_id).first()
         if ballot is None:
@@ -128,6 +127,9 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None):
             return None
         if ballot.status == Ballot.Status.CLOSED:
             return ballot
+        # The time is taken once the row is locked: a vote committed while this close waited for the
+        # lock must not be stamped after the close that counted it.
+        now = now or timezone.now()
         study = ballot.study
         item_count = study.items.count()
         in_ballot_indices = np.fromiter(ballot.items.values_list("index", flat=True), dtype=np.int64)

@@ -222,3 +222,35 @@ def test_a_participant_id_longer_than_any_crowd_platforms_is_refused_with_nothin
     assert response.status_code == 400
     assert "its participant id is 129 characters long" in response.content.decode()
     assert not Annotator.objects.filter(study=study).exists()
+
+
+def test_after_the_cache_hangs_once_the_limits_stop_asking_it_for_a_while(rates, settings):
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(50)
+    accepted = []
+    threading.Thread(
+        target=lambda: [accepted.append(listener.accept()) for _ in range(50)], daemon=True
+    ).start()
+    rates(vote_participant="1/min")
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{listener.getsockname()[1]}/0",  # accepts, never answers
+            "OPTIONS": {"socket_connect_timeout": 0.3, "socket_timeout": 0.3},
+        }
+    }
+    study = make_study()
+    client, _ = session_annotator(study)
+
+    started = time.perf_counter()
+    answers = [vote_next(client, study, choice).status_code for choice in ("left", "right", "left", "right")]
+    elapsed = time.perf_counter() - started
+
+    assert answers == [201, 201, 201, 201]
+    assert elapsed < 2.0  # one timeout (0.3 s), then the cache is left alone; without that, 8 × 0.3 s
+    listener.close()

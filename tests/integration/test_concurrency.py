@@ -98,3 +98,19 @@ def test_two_workers_closing_the_same_ballot_open_exactly_one_next(eager_tasks):
         (2, "open"),
     ]
     assert ItemScore.objects.filter(ballot=first).count() == 15
+
+
+@pytest.mark.parametrize("ways", [2, 5])
+def test_one_annotator_asking_for_a_comparison_several_times_at_once_gets_one_lease(eager_tasks, ways):
+    # A double click, or two tabs: the requests of one annotator are serialised on the annotator's row,
+    # so the later ones get the assignment the first made instead of breaking the one-active constraint.
+    study = make_study()
+    (alice,) = annotators(study, 1)
+    leased = []
+
+    def ask(number):
+        leased.append(comparison_next_for(annotator=alice).assignment.pk)
+
+    run_in_threads(ways, ask)
+    assert len(leased) == ways and len(set(leased)) == 1
+    assert Assignment.objects.filter(annotator=alice, status="active").count() == 1
