@@ -100,12 +100,16 @@ def _refused_body(exc: SuspiciousOperation) -> tuple[int, str]:
 
 
 def bad_request(request, exception, template_name="400.html"):
-    """``handler400``: what Django refuses before a view runs (a body too large for a middleware that
-    reads it, too many form fields) is JSON in the common format under /api/, a page elsewhere."""
-    if request.path.startswith("/api/") and isinstance(exception, SuspiciousOperation):
+    """``handler400``: what Django refuses before a view runs (a body too large or unreadable for a
+    middleware that reads it, too many form fields) is JSON in the common format under /api/, a page
+    elsewhere."""
+    if not request.path.startswith("/api/"):
+        return django_bad_request(request, exception, template_name=template_name)
+    if isinstance(exception, SuspiciousOperation):
         status_code, message = _refused_body(exception)
-        return JsonResponse(error_body(message), status=status_code)
-    return django_bad_request(request, exception, template_name=template_name)
+    else:
+        status_code, message = status.HTTP_400_BAD_REQUEST, f"the request body cannot be read: {exception}"
+    return JsonResponse(error_body(message), status=status_code)
 
 
 @csrf_exempt  # a POST to a mistyped path is told it does not exist, not that its CSRF token is missing

@@ -27,10 +27,8 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         raw = request.query_params.get(name)
         if raw is None or raw == "":
             return default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = None
+        # Digits only: int() would also take " 6", "1_000" or "٦", which no client means as a number.
+        value = int(raw) if raw.isascii() and raw.isdigit() else None
         if value is None or not low <= value <= high:
             raise ValidationError({name: f"must be a whole number from {low} to {high:,}, got {raw[:40]!r}"})
         return value

@@ -17,6 +17,8 @@ A view's own description of a status wins; only missing ones are added.
 
 from __future__ import annotations
 
+import re
+
 from drf_spectacular import openapi
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
@@ -51,22 +53,46 @@ DESCRIPTIONS = {
 }
 HEADERS = {401: WWW_AUTHENTICATE, 429: RETRY_AFTER, 503: RETRY_AFTER}
 NO_NUL_CHARACTER = "^[^\\u0000]*$"
+NOT_BLANK_NO_NUL = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+SLUG_PATTERN = "^[-a-zA-Z0-9_]+$"  # Django's slug: the path converter and validate_slug
 
 
 class AutoSchema(openapi.AutoSchema):
     """drf-spectacular's AutoSchema, with the error statuses every operation can answer, and request
-    strings that say they hold no NUL character (DRF's CharField refuses it, and PostgreSQL could not
-    store it)."""
+    strings that say what DRF's CharField refuses: a NUL character (PostgreSQL could not store it
+    either), and only whitespace where blank is not allowed."""
+
+    def _get_parameters(self):
+        parameters = super()._get_parameters()
+        for parameter in parameters:
+            # An optional query parameter sent empty (?limit=) counts as not sent: DRF reads a query
+            # string as a form, and the paginator does the same.
+            if parameter["in"] == "query" and not parameter.get("required"):
+                parameter["allowEmptyValue"] = True
+            if parameter["in"] == "path":
+                parameter["schema"].update(self._path_converter_schema(parameter["name"]))
+        return parameters
+
+    def _path_converter_schema(self, name: str) -> dict:
+        """What Django's path converter of ``name`` accepts, which drf-spectacular leaves out."""
+        converter = re.search(rf"<(\w+):{re.escape(name)}>", self.path_regex)
+        if converter is None:
+            return {}
+        return {"slug": {"pattern": SLUG_PATTERN}, "int": {"minimum": 0}}.get(converter.group(1), {})
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.SlugField) and "pattern" not in schema and not field.allow_unicode:
+            schema["pattern"] = SLUG_PATTERN
         if (
             direction == "request"
             and isinstance(field, serializers.CharField)
             and schema.get("type") == "string"
             and not {"pattern", "format", "enum"} & set(schema)
         ):
-            schema["pattern"] = NO_NUL_CHARACTER
+            # DRF trims a CharField before it checks that it is not blank: "  " is blank.
+            blank_refused = field.trim_whitespace and not field.allow_blank
+            schema["pattern"] = NOT_BLANK_NO_NUL if blank_refused else NO_NUL_CHARACTER
         return schema
 
     def _get_response_bodies(self, direction="response"):
@@ -81,6 +107,14 @@ class AutoSchema(openapi.AutoSchema):
                 )
             if status in HEADERS:
                 responses[key]["headers"] = {**HEADERS[status], **responses[key].get("headers", {})}
+        for key, response in responses.items():
+            # An error in another format than JSON (the leaderboard's CSV) is text: its lines, not an object.
+            for media_type, content in response.get("content", {}).items():
+                if int(key) >= 400 and not media_type.endswith("json"):
+                    content["schema"] = {
+                        "type": "string",
+                        "description": "detail, then errors, one per line.",
+                    }
         return dict(sorted(responses.items()))
 
     def error_statuses(self) -> set[int]:
@@ -124,8 +158,8 @@ class AutoSchema(openapi.AutoSchema):
 class BoundedFloatField(serializers.FloatField):
     """A number whose schema states what a FloatField's ``min_value`` and ``max_value`` cannot:
     exclusive bounds (``greater_than``, ``less_than``: α in (0, 1)) or a list of allowed values
-    (``one_of``: the leaderboard's n0). The serializer's ``validate_<field>`` refuses the rest, with a
-    message that says why."""
+    (``one_of``: the leaderboard's n0). Only the schema: the serializer's ``validate_<field>``, or the
+    service, refuses the rest with a message that says why."""
 
     def __init__(
         self,

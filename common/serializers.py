@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+# Ids are 64-bit (BigAutoField): a larger number names nothing, and SQLite cannot even look it up.
+MAX_DATABASE_ID = 2**63 - 1
+
 # The JSON types each field accepts, most specific classes first; bool is never a number here.
 JSON_TYPES: list[tuple[type[serializers.Field], tuple[type, ...], str]] = [
     (serializers.BooleanField, (bool,), "true or false"),
@@ -48,7 +51,8 @@ def json_type_error(field: serializers.Field, value) -> str | None:
 
 
 class StrictJSONTypes:
-    """Mixin for a Serializer: each field of a JSON body must have the JSON type the schema states."""
+    # Mixin for a Serializer: each field of a JSON body must have the JSON type the schema states.
+    # (A comment, not a docstring: drf-spectacular would show it as every serializer's description.)
 
     def to_internal_value(self, data):
         if type(data) is dict:  # a JSON object; a QueryDict (form, query string) is a dict subclass

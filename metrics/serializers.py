@@ -16,6 +16,7 @@ from common.schema import BoundedFloatField
 from common.serializers import StrictJSONTypes
 from metrics.evaluation import COEFFICIENTS
 from metrics.models import Submission
+from metrics.services import MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
 
 METRIC_CHOICES = [(name, name) for name in COEFFICIENTS]
 
@@ -216,8 +217,10 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 class EvaluationQuerySerializer(serializers.Serializer):
     n0 = BoundedFloatField(
         greater_than=-1,
+        max_value=MAX_WEIGHT_OFFSET,
         required=False,
         default=2.0,
+        error_messages={"max_value": MAX_WEIGHT_OFFSET_MESSAGE},
         help_text="Weight offset n0, greater than -1 (default 2).",
     )
     k = serializers.IntegerField(

@@ -45,6 +45,11 @@ MAX_REPORTED_ERRORS = 20
 SYNC_EVALUATION_ITEMS = 3000  # larger submissions are evaluated by a Celery task
 REPLICATE_BUDGET = 2_000_000  # bootstrap replicates × items: 1000 replicates up to 2000 items
 DEFAULT_WEIGHT_OFFSET = 2.0
+# Beyond this n0 every rank weighs the same (ρ_w and τ_w are ρ and τ), and (n + n0)² overflows near 1e154.
+MAX_WEIGHT_OFFSET = 1e6
+MAX_WEIGHT_OFFSET_MESSAGE = (
+    f"n0 must be at most {MAX_WEIGHT_OFFSET:,.0f}: beyond it every rank weighs the same, as in ρ and τ"
+)
 _OUTCOME = {"left": 1.0, "right": 0.0, "tie": 0.5}
 
 
@@ -418,6 +423,8 @@ def evaluation_for(*, submission: Submission, weight_offset: float, top_k: int, 
     """The submission's evaluation for this n0 and K: stored once, then read back."""
     if not math.isfinite(weight_offset) or weight_offset <= -1:
         raise ServiceError(f"n0 must be a number greater than -1, got {weight_offset}")
+    if weight_offset > MAX_WEIGHT_OFFSET:
+        raise ServiceError(f"{MAX_WEIGHT_OFFSET_MESSAGE}, got {weight_offset:g}")
     study = submission.study
     item_count = len(submission.scores)
     if not 1 <= top_k <= item_count:

@@ -20,6 +20,8 @@ import random
 import pytest
 import schemathesis
 from django.core.cache import cache
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import load_all_checks
 from schemathesis.specs.openapi import checks as openapi_checks
@@ -31,7 +33,7 @@ from tests.api.world import build_world
 
 pytestmark = pytest.mark.django_db
 
-MAX_EXAMPLES = 15
+MAX_EXAMPLES = 25
 
 SCHEMA = schemathesis.openapi.from_wsgi(
     "/api/schema/?format=json",
@@ -79,6 +81,18 @@ def limits_off(settings):
     settings.LOGIN_FAILURES_PER_USERNAME = settings.LOGIN_FAILURES_PER_ADDRESS = 10**9
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def connection_kept_open():
+    """The WSGI handler closes the database connection after each request, as it should in production; in
+    a test that would close the test's transaction (on PostgreSQL). Django's test client avoids it the
+    same way."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token as ApiToken
 
-from collection.models import Assignment, Study
+from collection.models import Study
 from metrics import services as metrics_services
 from metrics.models import Submission
-from tests.factories import annotators, make_study, vote_until
+from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 FINISHED, RUNNING, DRAFT = "finished", "running", "draft"
 
@@ -34,30 +34,6 @@ class World:
     @property
     def submission_ids(self) -> tuple[int, int]:
         return self.submission_a, self.submission_b
-
-
-def noisy_crowd(study: Study, *, seed: int):
-    """``choose`` for ``vote_until``: each annotator sees the item order (lower index = more related)
-    through their own amount of noise, and calls close pairs a tie when the study allows ties; so the crowd
-    disagrees, and the ranking, the leaderboard's intervals and the agreement figures are not degenerate."""
-    rng = np.random.default_rng(seed)
-    index_of = dict(study.items.values_list("id", "index"))
-    noise_of: dict[int, float] = {}
-
-    def choose(comparison):
-        annotator_id = (
-            Assignment.objects.filter(comparison=comparison)
-            .order_by("-pk")
-            .values_list("annotator", flat=True)
-        )[0]
-        noise = noise_of.setdefault(annotator_id, float(rng.uniform(0.5, 6.0)))
-        difference = index_of[comparison.right_item_id] - index_of[comparison.left_item_id]
-        perceived = difference + rng.normal(0.0, noise)
-        if study.allow_ties and abs(perceived) < 0.5:
-            return "tie"
-        return "left" if perceived > 0 else "right"
-
-    return choose
 
 
 def _user_with_token(username: str, **fields) -> str:
@@ -79,12 +55,12 @@ def _submit(study: Study, owner_token: str, model_name: str, seed: int) -> int:
 
 def build_world() -> World:
     """The world; Celery must run tasks in place (eager) while it is built."""
-    staff_token = _user_with_token("staff", is_staff=True)
+    staff_token = _user_with_token("staff", is_staff=True, is_superuser=True)  # the admin's researcher
     owner_a_token = _user_with_token("owner-a")
     owner_b_token = _user_with_token("owner-b")
 
     finished = make_study(tokens=8, ballot_count=2, appearances=8, seed=4, allow_ties=True)
-    vote_until(finished, voters=annotators(finished, 6), choose=noisy_crowd(finished, seed=1))
+    vote_until(finished, voters=annotators(finished, 6), choose=disagreeing_crowd(finished, seed=1))
     finished.refresh_from_db()
     assert finished.status == Study.Status.FINISHED
     submission_a = _submit(finished, owner_a_token, "model-a", seed=2)
@@ -92,7 +68,10 @@ def build_world() -> World:
 
     running = make_study(tokens=6, ballot_count=3, appearances=4, seed=5)
     vote_until(
-        running, voters=annotators(running, 3, prefix="r"), choose=noisy_crowd(running, seed=6), max_votes=10
+        running,
+        voters=annotators(running, 3, prefix="r"),
+        choose=disagreeing_crowd(running, seed=6),
+        max_votes=10,
     )
 
     draft = make_study(tokens=6, start=False)

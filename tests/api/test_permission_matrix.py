@@ -1,0 +1,752 @@
+"""Who may do what: every URL of the project × anonymous / annotator / owner A / owner B / staff.
+
+The URLs come from the URL resolver, so an endpoint or page added without an entry in ``MATRIX`` fails
+``test_every_url_of_the_project_has_an_entry``. Each entry gives, per method and persona, the outcome:
+a status, or ``"→ <path>"`` for a redirect there (a login page, or the study's link). Routes with a
+study slug are requested for each of the world's studies (finished, running, draft), and an outcome may
+differ per study (``{"finished": …, "running": …, "draft": …}``). Loosen a permission and the outcome of
+a persona changes from a refusal to something else: the test fails.
+
+The personas (``tests/api/world.py``):
+
+- anonymous: no cookie, no token;
+- annotator: a browser session that opened the running study's link and gave consent;
+- owner A, owner B: model owners (not staff), each with an API token for /api/ and a session for the
+  pages; A's submission is requested, which B must not see (404, as for an id that does not exist);
+- staff: the researcher (staff, superuser in the admin), with a token for /api/ and a session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLResolver, get_resolver
+from rest_framework.authtoken.models import Token as ApiToken
+
+from collection.models import Study
+from config.celery import app as celery_app
+from tests.api.world import DRAFT, FINISHED, RUNNING, build_world
+
+pytestmark = pytest.mark.django_db
+
+PERSONAS = ("anonymous", "annotator", "owner_a", "owner_b", "staff")
+STUDIES = (FINISHED, RUNNING, DRAFT)
+
+
+def routes() -> dict[str, object]:
+    """Every URL pattern of the project, as its full route text, with its pattern object."""
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern), pattern
+
+    return dict(walk(get_resolver().url_patterns))
+
+
+# --- the world and the personas ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
+    with django_db_blocker.unblock():
+        built = build_world()
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
+    yield built
+    with django_db_blocker.unblock():
+        from django.core.management import call_command
+
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def limits_off(settings):
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": dict.fromkeys(rates)}
+    yield
+    cache.clear()
+
+
+class Persona:
+    """One identity: the client it uses for /api/ and the one for pages (the same for a session)."""
+
+    def __init__(self, api: Client, pages: Client):
+        self.api, self.pages = api, pages
+        self.assignment = None  # the annotator's: the comparison it holds in the running study
+
+
+def token_and_session(token: str) -> Persona:
+    user = ApiToken.objects.get(key=token).user
+    pages = Client()
+    pages.force_login(user)
+    return Persona(api=Client(headers={"Authorization": f"Token {token}"}), pages=pages)
+
+
+@pytest.fixture
+def personas(world) -> dict[str, Persona]:
+    return make_personas(world)
+
+
+def make_personas(world) -> dict[str, Persona]:
+    anonymous = Client()
+    annotator = Client()
+    consent = annotator.post(f"/s/{RUNNING}/", {"consent": "yes"})
+    assert (consent.status_code, consent["Location"]) == (302, f"/s/{RUNNING}/vote/")
+    the_annotator = Persona(annotator, annotator)
+    the_annotator.assignment = annotator.get(f"/api/studies/{RUNNING}/next/").json()["assignment"]
+    return {
+        "anonymous": Persona(anonymous, anonymous),
+        "annotator": the_annotator,
+        "owner_a": token_and_session(world.owner_a_token),
+        "owner_b": token_and_session(world.owner_b_token),
+        "staff": token_and_session(world.staff_token),
+    }
+
+
+def path_values(world, route: str, study: str | None) -> dict[str, str]:
+    """A value for every parameter of ``route``: the study (by slug, or by id in the admin), owner A's
+    submission, an object of the admin's model."""
+    running = Study.objects.get(slug=RUNNING)
+    values = {"slug": study or "", "submission_id": str(world.submission_a), "job_id": "1"}
+    values["object_id"] = str(running.pk)
+    admin_model = re.match(r"admin/(\w+)/(\w+)/<path:object_id>/", route)
+    if admin_model:
+        model = apps.get_model(admin_model.group(1), admin_model.group(2))
+        if model is not Study:
+            first = model._base_manager.order_by("pk").values_list("pk", flat=True).first()
+            values["object_id"] = str(first or 1)  # none yet (groups, simulations): the admin says so
+    values["content_type_id"] = str(ContentType.objects.get_for_model(Study).pk)
+    values["id"] = str(get_user_model().objects.get(username="owner-a").pk)
+    values["app_label"] = "collection"
+    values["url"] = "nothing-here/"
+    return values
+
+
+def concrete(route: str, values: dict[str, str]) -> str:
+    """The URL of a route text (``path()`` converters and ``re_path()`` groups) with ``values``."""
+    url = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda match: values[match.group(1)], route)
+    url = re.sub(r"<(?:\w+:)?(\w+)>", lambda match: values[match.group(1)], url)
+    return "/" + url.replace("^", "").replace("$", "")
+
+
+def outcome(response, object_id: str) -> int | str:
+    """The status, or "→ <path>" for a redirect (the admin object's id written <id>)."""
+    if response.status_code in (301, 302):
+        return "→ " + response["Location"].split("?")[0].replace(f"/{object_id}/", "/<id>/")
+    return response.status_code
+
+
+def request(client: Client, method: str, url: str, body: dict):
+    if method == "GET":
+        return client.get(url)
+    if url.startswith("/api/"):
+        return client.generic(method, url, json.dumps(body), content_type="application/json")
+    return client.generic(method, url, "", content_type="application/x-www-form-urlencoded")
+
+
+def body_for(route: str, personas) -> dict:
+    """What unsafe API requests send: a vote on the annotator's own assignment (whoever sends it),
+    otherwise nothing, so that a refusal for want of permission shows before any validation."""
+    if route == "api/votes/":
+        return {"assignment": personas["annotator"].assignment, "choice": "left"}
+    return {}
+
+
+def observed(world, personas, route: str, method: str):
+    """{persona: outcome}, or {persona: {study: outcome}} for a route with a slug."""
+    body = body_for(route, personas)
+
+    def one(client, study):
+        values = path_values(world, route, study)
+        return outcome(request(client, method, concrete(route, values), body), values["object_id"])
+
+    result = {}
+    for name in PERSONAS:
+        client = personas[name].api if route.startswith("api/") else personas[name].pages
+        if "slug" in route:
+            result[name] = {study: one(client, study) for study in STUDIES}
+        else:
+            result[name] = one(client, None)
+    return result
+
+
+def methods_of(pattern) -> list[str]:
+    """The methods a route serves: a DRF view's own; GET and POST for a Django view (a page that does
+    not take POST must refuse it, for everyone)."""
+    view = getattr(pattern.callback, "cls", None)
+    if view is None:
+        return ["GET", "POST"]
+    actions = getattr(pattern.callback, "actions", None)
+    if actions:
+        return sorted(method.upper() for method in actions)
+    return sorted(
+        method.upper()
+        for method in view.http_method_names
+        if hasattr(view, method) and method not in ("options", "head")
+    )
+
+
+ROUTES = routes()
+CASES = [(route, method) for route, pattern in ROUTES.items() for method in methods_of(pattern)]
+
+
+# --- the matrix -------------------------------------------------------------------------------------
+
+ADMIN_LOGIN = "→ /admin/login/"
+OWNERS_LOGIN = "→ /models/login/"
+
+
+def everyone(outcome):
+    return dict.fromkeys(PERSONAS, outcome)
+
+
+def staff_only(staff, refused):
+    """Staff get ``staff``; everybody else is ``refused``."""
+    return {**dict.fromkeys(PERSONAS, refused), "staff": staff}
+
+
+def studies(finished, running, draft):
+    return {FINISHED: finished, RUNNING: running, DRAFT: draft}
+
+
+MATRIX = {
+    "": {"GET": everyone(200), "POST": everyone(405)},
+    "admin/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/login/": {
+        "GET": {"anonymous": 200, "annotator": 200, "owner_a": 200, "owner_b": 200, "staff": "→ /admin/"},
+        "POST": everyone(200),
+    },
+    "admin/logout/": {
+        "GET": {
+            "anonymous": "→ /admin/",
+            "annotator": "→ /admin/",
+            "owner_a": "→ /admin/",
+            "owner_b": "→ /admin/",
+            "staff": 405,
+        },
+        "POST": {
+            "anonymous": "→ /admin/",
+            "annotator": "→ /admin/",
+            "owner_a": "→ /admin/",
+            "owner_b": "→ /admin/",
+            "staff": 200,
+        },
+    },
+    "admin/password_change/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/password_change/done/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(405, ADMIN_LOGIN),
+    },
+    "admin/autocomplete/": {"GET": staff_only(403, ADMIN_LOGIN), "POST": staff_only(405, ADMIN_LOGIN)},
+    "admin/jsi18n/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(405, ADMIN_LOGIN)},
+    "admin/r/<path:content_type_id>/<path:object_id>/": {
+        "GET": staff_only("→ http://testserver/s/running/", ADMIN_LOGIN),
+        "POST": staff_only("→ http://testserver/s/running/", ADMIN_LOGIN),
+    },
+    "admin/auth/group/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/auth/group/add/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/auth/group/<path:object_id>/history/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/auth/group/<path:object_id>/delete/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/auth/group/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/auth/group/<path:object_id>/": {
+        "GET": staff_only("→ /admin/auth/group/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/auth/group/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/auth/user/<id>/password/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/auth/user/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/auth/user/add/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/auth/user/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/auth/user/<path:object_id>/delete/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/auth/user/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/auth/user/<path:object_id>/": {
+        "GET": staff_only("→ /admin/auth/user/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/auth/user/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/authtoken/tokenproxy/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/authtoken/tokenproxy/add/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/authtoken/tokenproxy/<path:object_id>/history/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/authtoken/tokenproxy/<path:object_id>/delete/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/authtoken/tokenproxy/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/authtoken/tokenproxy/<path:object_id>/": {
+        "GET": staff_only("→ /admin/authtoken/tokenproxy/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/authtoken/tokenproxy/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/scoring/simulationrun/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/scoring/simulationrun/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/scoring/simulationrun/<path:object_id>/history/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/scoring/simulationrun/<path:object_id>/delete/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/scoring/simulationrun/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/scoring/simulationrun/<path:object_id>/": {
+        "GET": staff_only("→ /admin/scoring/simulationrun/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/scoring/simulationrun/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/scoring/itemscore/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/scoring/itemscore/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/scoring/itemscore/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/scoring/itemscore/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/scoring/itemscore/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/scoring/itemscore/<path:object_id>/": {
+        "GET": staff_only("→ /admin/scoring/itemscore/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/scoring/itemscore/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/tokens-upload/": {
+        "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/items-generate/": {
+        "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/items-upload/": {
+        "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/start/": {
+        "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/close-ballot/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/duplicate/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/simulate/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/simulations/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/collection/study/add/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/studychange/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/studychange/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/studychange/<path:object_id>/history/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/studychange/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/studychange/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/studychange/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/studychange/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/studychange/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/semanticarea/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/semanticarea/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/semanticarea/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/semanticarea/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/semanticarea/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/semanticarea/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/semanticarea/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/semanticarea/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/token/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/collection/token/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/token/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/token/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/token/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/token/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/token/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/token/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/item/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/collection/item/add/": {"GET": staff_only(403, ADMIN_LOGIN), "POST": staff_only(403, ADMIN_LOGIN)},
+    "admin/collection/item/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/item/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/item/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/item/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/item/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/item/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/ballot/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/collection/ballot/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/ballot/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/ballot/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/ballot/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/ballot/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/ballot/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/ballot/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/annotator/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/annotator/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/annotator/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/annotator/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/annotator/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/annotator/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/annotator/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/annotator/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/vote/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/collection/vote/add/": {"GET": staff_only(403, ADMIN_LOGIN), "POST": staff_only(403, ADMIN_LOGIN)},
+    "admin/collection/vote/<path:object_id>/history/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/vote/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/vote/<path:object_id>/change/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/vote/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/^(?P<app_label>auth|authtoken|scoring|collection)/$": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/(?P<url>.*)$": {"GET": staff_only(404, ADMIN_LOGIN), "POST": staff_only(404, ADMIN_LOGIN)},
+    "s/<slug:slug>/": {"GET": everyone(200), "POST": everyone(studies("→ /s/finished/", 400, "→ /s/draft/"))},
+    "s/<slug:slug>/vote/": {
+        "GET": {
+            "anonymous": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+            "annotator": studies("→ /s/finished/", 200, "→ /s/draft/"),
+            "owner_a": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+            "owner_b": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+            "staff": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+        },
+        "POST": {
+            "anonymous": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+            "annotator": studies("→ /s/finished/", 400, "→ /s/draft/"),
+            "owner_a": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+            "owner_b": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+            "staff": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
+        },
+    },
+    "api/auth/token/": {"POST": everyone(400)},
+    "api/studies/<slug:slug>/next/": {
+        "GET": {
+            "anonymous": 403,
+            "annotator": studies(403, 200, 403),
+            "owner_a": 403,
+            "owner_b": 403,
+            "staff": 403,
+        }
+    },
+    "api/votes/": {
+        "POST": {"anonymous": 404, "annotator": 201, "owner_a": 404, "owner_b": 404, "staff": 404}
+    },
+    "api/^studies/$": {"GET": staff_only(200, 403), "POST": staff_only(400, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/$": {
+        "DELETE": staff_only(studies(409, 409, 204), 403),
+        "GET": staff_only(200, 403),
+        "PATCH": staff_only(200, 403),
+        "PUT": staff_only(400, 403),
+    },
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/close-ballot/$": {"POST": staff_only(studies(409, 202, 409), 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/duplicate/$": {"POST": staff_only(201, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/$": {"GET": staff_only(200, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/generate/$": {
+        "POST": staff_only(studies(409, 409, 201), 403)
+    },
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/upload/$": {"POST": staff_only(415, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/jobs/(?P<job_id>[0-9]+)/$": {"GET": staff_only(404, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/plan/$": {"GET": staff_only(200, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/progress/$": {"GET": staff_only(200, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/results/$": {"GET": staff_only(studies(200, 409, 409), 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/start/$": {"POST": staff_only(studies(409, 409, 200), 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/tokens/$": {
+        "GET": staff_only(200, 403),
+        "POST": staff_only(415, 403),
+    },
+    "api/studies/<slug:slug>/pairs/": {
+        "GET": {
+            "anonymous": 401,
+            "annotator": 401,
+            "owner_a": studies(200, 409, 409),
+            "owner_b": studies(200, 409, 409),
+            "staff": studies(200, 409, 409),
+        }
+    },
+    "api/studies/<slug:slug>/submissions/": {
+        "POST": {"anonymous": 401, "annotator": 401, "owner_a": 400, "owner_b": 400, "staff": 400}
+    },
+    "api/studies/<slug:slug>/leaderboard/": {"GET": everyone(studies(200, 409, 409))},
+    "api/studies/<slug:slug>/annotators/": {"GET": everyone(studies(200, 409, 409))},
+    "api/submissions/": {
+        "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 200, "staff": 200}
+    },
+    "api/submissions/<int:submission_id>/": {
+        "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 404, "staff": 404}
+    },
+    "api/submissions/<int:submission_id>/evaluation/": {
+        "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 404, "staff": 404}
+    },
+    "studies/<slug:slug>/results/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "studies/<slug:slug>/export/dataset.csv": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "studies/<slug:slug>/export/dataset.json": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "studies/<slug:slug>/export/votes.csv": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "models/": {"GET": everyone(200), "POST": everyone(405)},
+    "models/login/": {"GET": everyone(200), "POST": everyone(200)},
+    "models/logout/": {"GET": everyone(405), "POST": everyone("→ /models/")},
+    "models/studies/<slug:slug>/leaderboard/": {
+        "GET": everyone(studies(200, 409, 409)),
+        "POST": everyone(405),
+    },
+    "models/studies/<slug:slug>/submit/": {
+        "GET": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": studies(200, 409, 409),
+            "owner_b": studies(200, 409, 409),
+            "staff": studies(200, 409, 409),
+        },
+        "POST": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": studies(400, 409, 409),
+            "owner_b": studies(400, 409, 409),
+            "staff": studies(400, 409, 409),
+        },
+    },
+    "models/studies/<slug:slug>/items.csv": {
+        "GET": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": studies(200, 409, 409),
+            "owner_b": studies(200, 409, 409),
+            "staff": studies(200, 409, 409),
+        },
+        "POST": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": 405,
+            "owner_b": 405,
+            "staff": 405,
+        },
+    },
+    "models/studies/<slug:slug>/card/": {"GET": everyone(200), "POST": everyone(200)},
+    "models/studies/<slug:slug>/card.md": {
+        "GET": everyone(studies(200, 200, 409)),
+        "POST": everyone(studies(200, 200, 409)),
+    },
+    "models/studies/<slug:slug>/card.json": {
+        "GET": everyone(studies(200, 200, 409)),
+        "POST": everyone(studies(200, 200, 409)),
+    },
+    "models/submissions/<int:submission_id>/": {
+        "GET": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": 200,
+            "owner_b": 404,
+            "staff": 404,
+        },
+        "POST": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": 405,
+            "owner_b": 405,
+            "staff": 405,
+        },
+    },
+    "healthz/": {"GET": everyone(200), "POST": everyone(200)},
+    "api/schema/": {"GET": everyone(200)},
+    "api/docs/": {"GET": everyone(200)},
+    "api/redoc/": {"GET": everyone(200)},
+    "^api/": {"GET": everyone(404), "POST": everyone(404)},
+}
+
+
+def test_every_url_of_the_project_has_an_entry_and_every_method_it_serves_too():
+    assert set(ROUTES) == set(MATRIX), "a new URL needs its line in MATRIX; a removed one, its line removed"
+    assert {(route, method) for route, methods in MATRIX.items() for method in methods} == set(CASES)
+
+
+@pytest.mark.parametrize(("route", "method"), CASES, ids=[f"{method} /{route}" for route, method in CASES])
+def test_who_may_do_what(world, personas, route, method):
+    expected = {
+        persona: outcomes
+        if "slug" not in route or isinstance(outcomes, dict)
+        else dict.fromkeys(STUDIES, outcomes)
+        for persona, outcomes in MATRIX[route][method].items()
+    }
+
+    assert observed(world, personas, route, method) == expected
