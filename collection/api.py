@@ -77,6 +77,8 @@ def uploaded_csv(request) -> bytes:
     """The CSV of an upload request: the multipart field ``file`` or a ``text/csv`` body."""
     if isinstance(request.data, bytes):
         return request.data
+    if request.content_type.startswith("text/csv"):
+        return b""  # an empty body, which DRF does not parse: the service says the file is empty
     upload = request.FILES.get("file")
     if upload is None:
         raise ServiceError(
@@ -91,14 +93,23 @@ def uploaded_csv(request) -> bytes:
 # --- staff ---------------------------------------------------------------------------------------
 
 STAFF_ERRORS = {403: error_response("Not logged in as staff.")}
+FROZEN_SETTINGS = error_response(
+    "A setting the study's state freezes (its plan, once started); nothing changed."
+)
 
 
 @extend_schema_view(
     list=extend_schema(summary="List studies", responses={200: StudySerializer(many=True), **STAFF_ERRORS}),
     create=extend_schema(summary="Create a draft study"),
     retrieve=extend_schema(summary="A study"),
-    update=extend_schema(summary="Change a study (its plan only while it is a draft)"),
-    partial_update=extend_schema(summary="Change some fields of a study (its plan only while it is a draft)"),
+    update=extend_schema(
+        summary="Change a study (its plan only while it is a draft)",
+        responses={200: StudySerializer, 409: FROZEN_SETTINGS},
+    ),
+    partial_update=extend_schema(
+        summary="Change some fields of a study (its plan only while it is a draft)",
+        responses={200: StudySerializer, 409: FROZEN_SETTINGS},
+    ),
     destroy=extend_schema(
         summary="Delete a draft study",
         responses={204: None, 409: error_response("The study has started; its votes are kept.")},

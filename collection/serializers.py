@@ -9,7 +9,7 @@ from rest_framework import serializers
 from collection import limits
 from collection.models import Item, Study, StudyChange, StudyJob, Token, Vote
 from common.schema import BoundedFloatField
-from common.serializers import StrictJSONTypes
+from common.serializers import MAX_DATABASE_ID, StrictJSONTypes
 
 # --- studies -------------------------------------------------------------------------------------
 
@@ -295,7 +295,7 @@ _CHOICES = ", ".join(f'"{choice}"' for choice in Vote.Choice.values)
 
 @extend_schema_serializer(component_name="Vote")  # "VoteRequest" in the schema, not "VoteRequestRequest"
 class VoteRequestSerializer(StrictJSONTypes, serializers.Serializer):
-    assignment = serializers.IntegerField(min_value=1)
+    assignment = serializers.IntegerField(min_value=1, max_value=MAX_DATABASE_ID)
     choice = serializers.ChoiceField(
         choices=Vote.Choice.choices,
         error_messages={"invalid_choice": f'"{{input}}" is not a choice: send one of {_CHOICES}.'},
