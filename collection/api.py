@@ -119,7 +119,7 @@ FROZEN_SETTINGS = error_response(
 class StudyViewSet(viewsets.ModelViewSet):
     """For staff: studies, their pools, plan, lifecycle and results."""
 
-    queryset = Study.objects.select_related("created_by", "duplicated_from")
+    queryset = Study.objects.select_related("created_by", "duplicated_from").prefetch_related("changes")
     serializer_class = StudySerializer
     permission_classes = [IsStaff]
     lookup_field = "slug"

@@ -85,6 +85,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "votes_per_annotator_per_ballot",
             "ballot_deadline_hours",
             "completion_code",
+            "require_signed_links",
             "completion_redirect_url",
             "seed",
             "minimum_coverage",

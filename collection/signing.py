@@ -25,7 +25,10 @@ def signature_valid(secret: str, participant_id: str, signature: str | None) -> 
     """Whether ``signature`` is the id's signature (compared in constant time)."""
     if not signature:
         return False
-    return hmac.compare_digest(participant_signature(secret, participant_id), signature.strip().lower())
+    # Bytes, not str: compare_digest refuses non-ASCII text, and a forged signature may hold any.
+    return hmac.compare_digest(
+        participant_signature(secret, participant_id).encode(), signature.strip().lower().encode()
+    )
 
 
 def participant_link(base_url: str, secret: str, participant_id: str) -> str:

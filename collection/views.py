@@ -56,6 +56,11 @@ def _participant_id(data) -> str | None:
 
 
 def _participant_id_problem(participant_id: str | None) -> str:
+    if participant_id and not participant_id.isprintable():
+        return (
+            "This link is not valid: its participant id holds control characters, which no crowd platform "
+            "sends. Open the link you were given, unchanged."
+        )
     if participant_id and len(participant_id) > MAX_PARTICIPANT_ID_LENGTH:
         return (
             f"This link is not valid: its participant id is {len(participant_id):,} characters long, and "

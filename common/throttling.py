@@ -11,6 +11,7 @@ without limits.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -150,7 +151,9 @@ class LoginLockout:
     def _keys(username: str | None, address: str | None) -> list[tuple[str, str]]:
         keys = []
         if username:
-            keys.append(("username", f"login-failures:user:{username.strip().casefold()}"))
+            # Hashed: a username is anything a client sends, and cache keys have a length and alphabet.
+            digest = hashlib.sha256(username.strip().casefold().encode()).hexdigest()
+            keys.append(("username", f"login-failures:user:{digest}"))
         if address:
             keys.append(("address", f"login-failures:address:{address}"))
         return keys

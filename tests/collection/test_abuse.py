@@ -254,3 +254,23 @@ def test_after_the_cache_hangs_once_the_limits_stop_asking_it_for_a_while(rates,
     assert answers == [201, 201, 201, 201]
     assert elapsed < 2.0  # one timeout (0.3 s), then the cache is left alone; without that, 8 × 0.3 s
     listener.close()
+
+
+@pytest.mark.parametrize("participant", ["a\x00b", "tab\there", "line\nbreak"])
+def test_a_participant_id_with_control_characters_is_refused(participant):
+    study = make_study()
+
+    response = Client().get(f"/s/{study.slug}/", {"participant": participant})
+
+    assert response.status_code == 400
+    assert "control characters" in response.content.decode()
+    assert not Annotator.objects.filter(study=study).exists()
+
+
+@pytest.mark.parametrize("signature", ["é" * 64, "\x00", "zz", "0" * 1000])
+def test_a_signature_of_any_characters_is_refused_not_an_error(signature):
+    study = signed_study()
+
+    response = Client().get(f"/s/{study.slug}/", {"participant": "P-1", "sig": signature})
+
+    assert response.status_code == 403
