@@ -32,7 +32,6 @@ ALLOWED = {
     "": CORE,  # the platform: config, common, collection, scoring, metrics, manage.py
     "tests": CORE | EXTRAS["test"],
     "benchmarks": CORE | EXTRAS["test"],
-    "reliability": CORE | EXTRAS["test"] | EXTRAS.get("reliability", set()),
     "examples": CORE | EXTRAS["examples"],
 }
 LOCAL = {path.name for path in ROOT.iterdir() if (path / "__init__.py").exists()} | {

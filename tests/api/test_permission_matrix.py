@@ -25,14 +25,12 @@ import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
-from django.core.cache import cache
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 from rest_framework.authtoken.models import Token as ApiToken
 
 from collection.models import Study
-from config.celery import app as celery_app
-from tests.api.world import DRAFT, FINISHED, RUNNING, build_world
+from tests.api.world import DRAFT, FINISHED, RUNNING
 
 pytestmark = pytest.mark.django_db
 
@@ -54,28 +52,6 @@ def routes() -> dict[str, object]:
 
 
 # --- the world and the personas ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker):
-    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    with django_db_blocker.unblock():
-        built = build_world()
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    yield built
-    with django_db_blocker.unblock():
-        from django.core.management import call_command
-
-        call_command("flush", interactive=False, verbosity=0)
-
-
-@pytest.fixture(autouse=True)
-def limits_off(settings):
-    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": dict.fromkeys(rates)}
-    yield
-    cache.clear()
 
 
 class Persona:

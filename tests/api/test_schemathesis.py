@@ -4,7 +4,7 @@ response as the schema says (status code, content type, body, headers), whatever
 The quick version for CI: a bounded number of examples per operation and phase (``MAX_EXAMPLES``),
 in-process through the WSGI application, against the world of ``tests/api/world.py`` (a finished study
 with models, a running study, a draft); path parameters name its studies and submissions half of the
-time, so operations reach their real branches. ``reliability/fuzz.py`` is the heavy version (every
+time, so operations reach their real branches. ``tests/reliability/fuzz.py`` is the heavy version (every
 check, thousands of requests, a live server); RELIABILITY.md has its figures.
 
 ``positive_data_acceptance`` is the one check left out here: it expects any request the schema allows to
@@ -19,17 +19,14 @@ import random
 
 import pytest
 import schemathesis
-from django.core.cache import cache
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import load_all_checks
 from schemathesis.specs.openapi import checks as openapi_checks
 
-from config.celery import app as celery_app
 from config.wsgi import application
-from reliability.fuzz import use_world_path_parameters
-from tests.api.world import build_world
+from tests.reliability.fuzz import use_world_path_parameters
 
 pytestmark = pytest.mark.django_db
 
@@ -56,31 +53,6 @@ CHECKS = [
     openapi_checks.allow_header_conformance,
     openapi_checks.ignored_auth,
 ]
-
-
-@pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker):
-    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    with django_db_blocker.unblock():
-        built = build_world()
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    yield built
-    with django_db_blocker.unblock():
-        from django.core.management import call_command
-
-        call_command("flush", interactive=False, verbosity=0)
-
-
-@pytest.fixture(autouse=True)
-def limits_off(settings):
-    """Rate limits and the failed-login lockout off, so that requests reach the views (429 is documented
-    for the operations that have it; the lockout's counts are cleared for the tests that follow)."""
-    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": dict.fromkeys(rates)}
-    settings.LOGIN_FAILURES_PER_USERNAME = settings.LOGIN_FAILURES_PER_ADDRESS = 10**9
-    yield
-    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@ study with votes, a draft; staff, two model owners and an annotator.
 
 Built through the services (``tests/factories.py``), so every operation of the API reaches its real
 branches: results and leaderboards exist, a ballot is open, pools can still change. The fuzzing test, the
-permission matrix and ``reliability/fuzz.py`` (against a live server) all start from this world.
+permission matrix and ``tests/reliability/fuzz.py`` (against a live server) all start from this world.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Faults of the full stack, the quick versions of ``python -m reliability fault ...`` (RELIABILITY.md).
+"""Faults of the full stack, the quick versions of ``python -m tests.reliability fault ...`` (RELIABILITY.md).
 
 - A real Celery worker killed with SIGKILL while it closes a ballot: the close is completed exactly
   once afterwards, by the worker's replacement pool process (the task is redelivered: acks_late and
@@ -34,12 +34,12 @@ from django.db import connection
 
 from collection.models import Ballot, Study, Vote
 from config.celery import app
-from reliability import invariants
 from scoring.models import ItemScore
 from scoring.services import ballots_sweep
 from scoring.tasks import ballot_close_task, ballots_sweep_task
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 from tests.integration.conftest import REPO_ROOT, _database_url_of_the_test_database, start_celery_worker
+from tests.reliability import invariants
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -27,7 +27,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 DATABASE_NAME = "yardstick"
 START_TIMEOUT_SECONDS = 90

@@ -1,6 +1,6 @@
 """A running study for a reliability run, made through the services as a researcher would.
 
-    DATABASE_URL=... python -m reliability.seed --slug load --tokens 30 --appearances 10 --ballots 5 --cap 80
+    DATABASE_URL=... python -m tests.reliability.seed --slug load --tokens 30 --appearances 10 --ballots 5 --cap 80
 
 Tokens ``w000``, ``w001`` ... in one semantic area, every pair of them an item. Prints the plan as one
 line of JSON (slug, items, comparisons per ballot).

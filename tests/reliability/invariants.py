@@ -3,7 +3,7 @@
 An empty result is a kept invariant. The queries read the tables only (no Django), so they run against
 any Yardstick database on PostgreSQL, during or after a run:
 
-    python -m reliability check --database-url postgres://postgres@127.0.0.1:5499/yardstick
+    python -m tests.reliability check --database-url postgres://postgres@127.0.0.1:5499/yardstick
 
 ``--study SLUG`` restricts every query to one study.
 """

@@ -19,10 +19,10 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from reliability import invariants
-from reliability.load import Annotator, LoadConfig, Recorder, run_load, summarize
-from reliability.stack import Stack
 from scoring.plan import ballot_plan  # pure: numpy only
+from tests.reliability import invariants
+from tests.reliability.load import Annotator, LoadConfig, Recorder, run_load, summarize
+from tests.reliability.stack import Stack
 
 POLL_SECONDS = 0.2
 

@@ -1,7 +1,7 @@
 """Fuzzing the REST API with schemathesis, every check, against a live server (RELIABILITY.md, "Fuzzing").
 
-    python -m reliability.fuzz                          # SQLite in a temporary directory
-    python -m reliability.fuzz --max-examples 200 --database-url postgres://postgres@127.0.0.1:5432/fuzz
+    python -m tests.reliability.fuzz                          # SQLite in a temporary directory
+    python -m tests.reliability.fuzz --max-examples 200 --database-url postgres://postgres@127.0.0.1:5432/fuzz
 
 1. A database of its own (a new SQLite file, or ``--database-url``, which is flushed first: give it a
    database that holds nothing else) is migrated and filled with the world of ``tests/api/world.py``: a
@@ -45,7 +45,7 @@ from pathlib import Path
 
 import schemathesis
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 WORLD_FILE_VARIABLE = "YARDSTICK_FUZZ_WORLD"  # the world's slugs and ids, for the hook below
 

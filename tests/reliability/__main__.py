@@ -1,12 +1,12 @@
-"""One command per scenario; see reliability/README.md.
+"""One command per scenario; see tests/reliability/README.md.
 
-python -m reliability load --annotators 50 --seconds 45
-python -m reliability fault worker-kill [--target group|child]
-python -m reliability fault postgres-restart [--down 10] [--mode fast|immediate]
-python -m reliability fault redis-restart [--down 15]
-python -m reliability fault resend
-python -m reliability fault duplicates [--ways 2 5]
-python -m reliability check --database-url postgres://... [--study SLUG]
+python -m tests.reliability load --annotators 50 --seconds 45
+python -m tests.reliability fault worker-kill [--target group|child]
+python -m tests.reliability fault postgres-restart [--down 10] [--mode fast|immediate]
+python -m tests.reliability fault redis-restart [--down 15]
+python -m tests.reliability fault resend
+python -m tests.reliability fault duplicates [--ways 2 5]
+python -m tests.reliability check --database-url postgres://... [--study SLUG]
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from reliability import invariants, scenarios
-from reliability.stack import Stack, StackConfig
+from tests.reliability import invariants, scenarios
+from tests.reliability.stack import Stack, StackConfig
 
 FAULTS = {
     "worker-kill": scenarios.scenario_worker_kill,
@@ -68,7 +68,7 @@ def _study_arguments(parser: argparse.ArgumentParser, *, tokens: int, appearance
 
 
 def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="python -m reliability", description=__doc__.splitlines()[0])
+    main = argparse.ArgumentParser(prog="python -m tests.reliability", description=__doc__.splitlines()[0])
     commands = main.add_subparsers(dest="command", required=True)
 
     load = commands.add_parser("load", help="N annotators against the full stack")

@@ -2,7 +2,7 @@
 nothing half-written. Runs in-process on a throwaway SQLite database; prints a Markdown table for
 RELIABILITY.md.
 
-    .venv/bin/python -m reliability.bad_inputs
+    .venv/bin/python -m tests.reliability.bad_inputs
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _setup(data_dir: str) -> None:
