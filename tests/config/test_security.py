@@ -41,6 +41,8 @@ def run(argv: list[str], environment: dict[str, str], tmp_path: Path) -> subproc
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("SECURE_", "DEBUG", "BEHIND_TLS_PROXY", "SESSION_COOKIE", "CSRF_COOKIE"))
+        # set for the browser tests' process (tests/browser/conftest.py), never in a deployment
+        and key != "DJANGO_ALLOW_ASYNC_UNSAFE"
     }
     env.update(YARDSTICK_DATA_DIR=str(tmp_path / "var"), STATIC_ROOT=str(tmp_path / "static"), **environment)
     return subprocess.run(
