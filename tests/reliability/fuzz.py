@@ -248,7 +248,7 @@ def run_schemathesis(
     ]
     environment = {
         **os.environ,
-        "SCHEMATHESIS_HOOKS": "reliability.fuzz",
+        "SCHEMATHESIS_HOOKS": "tests.reliability.fuzz",
         WORLD_FILE_VARIABLE: str(world_file),
     }
     environment["PYTHONPATH"] = str(REPO_ROOT)

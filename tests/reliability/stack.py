@@ -378,7 +378,7 @@ class Stack:
 
     def seed_study(self, **options) -> dict:
         """A running study made by ``reliability.seed`` (through the services); returns its plan."""
-        argv = [sys.executable, "-m", "reliability.seed"]
+        argv = [sys.executable, "-m", "tests.reliability.seed"]
         for key, value in options.items():
             if value is not None:
                 argv += [f"--{key.replace('_', '-')}", str(value)]
