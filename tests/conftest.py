@@ -123,7 +123,7 @@ def pytest_runtest_setup(item):
 
 
 # The only reasons a test may skip: a service, Chromium or the examples extra that this machine does not
-# have (locally). Anything else that skips (a package missing, a forgotten importorskip) is a failure,
+# have (locally). Anything else that skips (a package missing, say) is a failure,
 # and with CI=true every skip is: CI installs everything, so a skip there is a test that did not run.
 SKIPPABLE_MARKERS = ("integration", "browser", "examples")
 
