@@ -15,7 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request as django_bad_request
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -37,6 +37,14 @@ class ErrorSerializer(serializers.Serializer):
 def error_response(description: str) -> OpenApiResponse:
     """An error response of the schema, with the common body."""
     return OpenApiResponse(ErrorSerializer, description=description)
+
+
+def get_or_404(queryset, message: str, **lookup):
+    """The first row of ``queryset`` matching ``lookup``; a 404 saying ``message`` when there is none."""
+    found = queryset.filter(**lookup).first()
+    if found is None:
+        raise NotFound(message)
+    return found
 
 
 def flatten(detail, prefix: str = "") -> list[str]:

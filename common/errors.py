@@ -23,3 +23,14 @@ class StudyStateError(ServiceError):
     """The study (or ballot, or submission) is not in a state that allows the request."""
 
     status = 409
+
+
+# An upload with thousands of bad rows is refused with the first of them and a count of the rest.
+MAX_REPORTED_ERRORS = 20
+
+
+def reported_errors(errors: list[str]) -> list[str]:
+    """The first ``MAX_REPORTED_ERRORS`` problems, and "… and N more" for the rest."""
+    shown = errors[:MAX_REPORTED_ERRORS]
+    more = len(errors) - len(shown)
+    return shown + ([f"… and {more} more"] if more else [])

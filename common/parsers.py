@@ -1,4 +1,4 @@
-"""Request parsers that answer 4xx, never 5xx, whatever the body."""
+"""Request parsers that answer 4xx, never 5xx, whatever the body, and read no further than a limit."""
 
 from __future__ import annotations
 
@@ -15,21 +15,47 @@ class RequestTooLarge(APIException):
     default_code = "request_too_large"
 
 
-def read_bounded(stream, limit: int, what: str = "the request body") -> bytes:
-    """The body, read no further than ``limit`` bytes; 413 beyond."""
-    body = stream.read(limit + 1) if stream is not None else b""
-    if len(body) > limit:
-        raise RequestTooLarge(f"{what} is larger than {limit:,} bytes; send less data per request")
-    return body
+class BoundedBody:
+    """A parser's reading of the body: no further than ``max_bytes``, 413 with ``too_large`` beyond.
+
+    ``max_bytes`` None is ``DATA_UPLOAD_MAX_MEMORY_SIZE``. ``too_large(size)`` gets the larger of the
+    bytes read and the declared Content-Length.
+    """
+
+    max_bytes: int | None = None
+
+    def limit(self) -> int:
+        return self.max_bytes or settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+    def too_large(self, size: int) -> str:
+        return f"the request body is larger than {self.limit():,} bytes; send less data per request"
+
+    def read_body(self, stream, parser_context=None) -> bytes:
+        limit = self.limit()
+        body = stream.read(limit + 1) if stream is not None else b""
+        if len(body) > limit:
+            request = (parser_context or {}).get("request")
+            declared = int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+            raise RequestTooLarge(self.too_large(max(declared, len(body))))
+        return body
 
 
-class JSONParser(parsers.JSONParser):
-    """DRF's JSON parser, bounded: a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is 413, and JSON nested
-    too deep for the decoder (``[[[…]]]`` 100,000 levels) is 400, not a ``RecursionError``."""
+class JSONParser(BoundedBody, parsers.JSONParser):
+    """DRF's JSON parser, bounded: a body over the limit is 413, and JSON nested too deep for the
+    decoder (``[[[…]]]`` 100,000 levels) is 400, not a ``RecursionError``."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        body = read_bounded(stream, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        body = self.read_body(stream, parser_context)
         try:
             return super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error: the body nests arrays or objects too deeply") from None
+
+
+class CSVParser(BoundedBody, parsers.BaseParser):
+    """A raw ``text/csv`` request body, returned as bytes; the service that imports it reads the rows."""
+
+    media_type = "text/csv"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return self.read_body(stream, parser_context)
