@@ -1,8 +1,10 @@
-"""The researchers' admin: studies with their plan, pools, lifecycle actions and simulations.
+"""The researchers' admin: studies with their plan, pools and lifecycle actions.
 
-Every write goes through the services (``collection.services``, ``scoring.services``); this module
-validates forms, calls one service and turns its ``ServiceError`` into a message a person can act on.
-Votes, scores, ballots and pools are shown read-only: they change only through the protocol.
+Every write goes through the services (``collection.studies``, ``pools``, ``jobs``, ``lifecycle``) and
+every panel reads through the selectors; this module validates forms, calls one service, turns its
+``ServiceError`` into a message a person can act on, and lays the figures out for the templates.
+Votes, ballots and pools are shown read-only: they change only through the protocol. The scoring app
+extends the study's page with the simulations of its plan (``scoring.admin``).
 """
 
 from __future__ import annotations
@@ -10,81 +12,61 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, path, reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from collection.forms import (
     DuplicateForm,
     ItemsGenerateForm,
     PairsUploadForm,
-    SimulateForm,
     StudyAdminForm,
     TokensUploadForm,
 )
+from collection.jobs import items_generate_start, study_job_done_count
+from collection.lifecycle import study_close_current_ballot, study_start
 from collection.models import Annotator, Ballot, Item, SemanticArea, Study, StudyChange, StudyJob, Token, Vote
-from collection.selectors import study_progress
-from collection.services import (
+from collection.pools import items_import_pairs, pools_editable, tokens_import
+from collection.selectors import (
+    areas_with_totals,
+    studies_with_progress,
+    study_job_shown,
+    study_pools,
+    study_progress,
+)
+from collection.studies import (
     STUDY_SETTINGS,
-    items_generate_start,
-    items_import_pairs,
-    study_close_current_ballot,
     study_create,
+    study_deletable,
     study_delete,
     study_duplicate,
-    study_job_done_count,
     study_plan,
     study_settings_frozen,
-    study_start,
     study_update,
-    tokens_import,
 )
 from common.errors import ServiceError
-from scoring.admin import prediction_rows, simulation_is_active
-from scoring.models import SimulationRun
-from scoring.services import simulation_request
+from scoring.plan import BUDGET_RULE, budget_derivation
 
 admin.site.site_header = "Yardstick"
 admin.site.site_title = "Yardstick admin"
 admin.site.index_title = "Studies, pools, votes and scores"
 
 RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
-SIMULATIONS_SHOWN = 10
-EXPORTS = (
-    ("scoring:export-dataset-csv", "Dataset (CSV)"),
-    ("scoring:export-dataset-json", "Dataset (JSON)"),
-    ("scoring:export-votes-csv", "Votes (CSV)"),
-)
 
 
-def _count(number: int, noun: str, plural: str | None = None) -> str:
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """ "1 item", "1,234 items"."""
     return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
 
 
-def _sentence(text: str) -> str:
+def sentence(text: str) -> str:
     """A service's message as a sentence: capitalised, with a final full stop."""
     text = text.strip()
     text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def _reverse_for_study(name: str, study: Study) -> str | None:
-    """The URL of a study page that another part of the project provides, or None if it does not exist."""
-    try:
-        return reverse(name, kwargs={"slug": study.slug})
-    except NoReverseMatch:
-        return None
-
-
-def _row_count(queryset) -> Coalesce:
-    """COUNT(*) of a correlated subquery, 0 when it has no rows: a count per row without joining
-    several relations at once (tokens × items of an area would multiply)."""
-    counted = queryset.order_by().annotate(total=Func(F("pk"), function="COUNT")).values("total")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
 
 
 def _progress_bar(done: int, total: int) -> str:
@@ -137,22 +119,12 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug", "question")
     save_on_top = True
     view_on_site = False  # the panel links the annotators' page, the results and the exports
-    actions = ("start_studies", "close_current_ballots", "duplicate_studies", "simulate_plans")
+    actions = ("start_studies", "close_current_ballots", "duplicate_studies")
 
     # --- lists and forms
 
     def get_queryset(self, request):
-        open_ballot = Ballot.objects.filter(study=OuterRef("pk"), status=Ballot.Status.OPEN)
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                item_total=_row_count(Item.objects.filter(study=OuterRef("pk"))),
-                open_ballot_number=Subquery(open_ballot.values("number")[:1]),
-                open_ballot_votes=Subquery(open_ballot.values("votes_recorded")[:1]),
-                open_ballot_comparisons=Subquery(open_ballot.values("comparison_count")[:1]),
-            )
-        )
+        return studies_with_progress(super().get_queryset(request))
 
     @admin.display(description="items", ordering="item_total")
     def item_count(self, study: Study) -> str:
@@ -191,7 +163,7 @@ class StudyAdmin(admin.ModelAdmin):
                     "description": (
                         "n_b ballots; after each, the fraction α of the items with the best scores goes on to "
                         "the next (Eq. 2). Give M, the appearances of every item in every ballot, or a "
-                        "comparison budget from which the largest even M that fits is derived. "
+                        f"comparison budget from which M is derived: {BUDGET_RULE}. "
                         "The plan is frozen when the study starts."
                     ),
                 },
@@ -244,7 +216,7 @@ class StudyAdmin(admin.ModelAdmin):
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except ServiceError as exc:  # the study changed state between the form's check and the save
-            self.message_user(request, f"Nothing was saved. {_sentence(exc.message)}", messages.ERROR)
+            self.message_user(request, f"Nothing was saved. {sentence(exc.message)}", messages.ERROR)
             return redirect(request.get_full_path())
 
     # --- deletion: drafts only
@@ -256,11 +228,11 @@ class StudyAdmin(admin.ModelAdmin):
         try:
             return super().delete_view(request, object_id, extra_context)
         except ServiceError as exc:  # started between the confirmation page and the deletion
-            self.message_user(request, f"Nothing was deleted. {_sentence(exc.message)}", messages.ERROR)
+            self.message_user(request, f"Nothing was deleted. {sentence(exc.message)}", messages.ERROR)
             return redirect(reverse("admin:collection_study_change", args=[unquote(object_id)]))
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and (obj is None or obj.is_draft)
+        return super().has_delete_permission(request, obj) and (obj is None or study_deletable(obj))
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -284,39 +256,21 @@ class StudyAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def _study_panels(self, request, study: Study) -> dict:
-        context = {"study": study, **self._plan_context(study)}
+        """The panels of the study's page: plan, ballots, pools, links and changes."""
+        context = {"study": study, **self._plan_context(study), **study_pools(study=study)}
         progress = study_progress(study=study)
         context["ballots"] = progress
         context["open_ballot"] = next((b for b in progress if b["status"] == Ballot.Status.OPEN), None)
-        context["areas"] = (
-            SemanticArea.objects.filter(study=study)
-            .annotate(
-                token_total=_row_count(Token.objects.filter(area=OuterRef("pk"))),
-                rare_total=_row_count(Token.objects.filter(area=OuterRef("pk"), rare=True)),
-                item_total=_row_count(Item.objects.filter(area=OuterRef("pk"))),
-            )
-            .order_by("name")
-        )
-        context["token_total"] = study.tokens.count()
-        context["item_total"] = study.items.count()
-        job = study.jobs.first()
-        if job is not None and (not job.finished or job.status == StudyJob.Status.FAILED):
+        job = study_job_shown(study=study)
+        if job is not None:
             done = study_job_done_count(job)
             context["job"] = {
                 "job": job,
                 "done": done,
                 "percent": round(100 * done / job.total) if job.total else 0,
             }
-        entry = _reverse_for_study("collection:entry", study) or f"/s/{study.slug}/"
+        entry = study.get_absolute_url()
         context["entry_url"] = request.build_absolute_uri(entry)
-        if not study.is_draft:
-            context["results_url"] = _reverse_for_study("scoring:results", study) or (
-                f"/studies/{study.slug}/results/"
-            )
-            context["exports"] = [
-                (label, url) for name, label in EXPORTS if (url := _reverse_for_study(name, study))
-            ]
-        context.update(self._simulations_context(study))
         context.update(self._changes_context(study))
         return context
 
@@ -368,42 +322,29 @@ class StudyAdmin(admin.ModelAdmin):
             return f"derived from the budget of {budget:,} comparisons when the study started"
         if study.appearances:
             return "as given"
-        size_sum = sum(plan.sizes)
-        return (
-            f"derived from the budget of {budget:,} comparisons: the largest even M whose N_comp fits, "
-            f"M = 2·⌊{budget:,} / ΣN(k)⌋ = 2·⌊{budget:,} / {size_sum:,}⌋"
-        )
-
-    def _simulations_context(self, study: Study) -> dict:
-        runs = list(study.simulations.all()[:SIMULATIONS_SHOWN])
-        for run in runs:
-            run.rows = prediction_rows(run.result) if run.status == SimulationRun.Status.DONE else []
-            run.distribution = run.parameters.get("distribution", "")
-        return {
-            "simulations": runs,
-            "simulations_active": any(simulation_is_active(run) for run in runs),
-            "simulations_url": reverse("admin:collection_study_simulations", args=[study.pk]),
-        }
+        return f"derived from the budget of {budget:,} comparisons: {budget_derivation(budget, plan.sizes)}"
 
     # --- custom views
 
+    def study_views(self) -> list[tuple[str, object]]:
+        """The study's own pages (name, view), at ``<id>/<name>/`` and named ``collection_study_<name>``."""
+        return [
+            ("tokens-upload", self.tokens_upload_view),
+            ("items-generate", self.items_generate_view),
+            ("items-upload", self.items_upload_view),
+            ("start", self.start_view),
+            ("close-ballot", self.close_ballot_view),
+            ("duplicate", self.duplicate_view),
+        ]
+
     def get_urls(self):
-        def view(function, name):
-            return path(
+        custom = [
+            path(
                 f"<path:object_id>/{name}/",
-                self.admin_site.admin_view(function),
+                self.admin_site.admin_view(view),
                 name=f"collection_study_{name.replace('-', '_')}",
             )
-
-        custom = [
-            view(self.tokens_upload_view, "tokens-upload"),
-            view(self.items_generate_view, "items-generate"),
-            view(self.items_upload_view, "items-upload"),
-            view(self.start_view, "start"),
-            view(self.close_ballot_view, "close-ballot"),
-            view(self.duplicate_view, "duplicate"),
-            view(self.simulate_view, "simulate"),
-            view(self.simulations_view, "simulations"),
+            for name, view in self.study_views()
         ]
         # Before the defaults: their "<path:object_id>/" would swallow these paths.
         return custom + super().get_urls()
@@ -443,7 +384,7 @@ class StudyAdmin(admin.ModelAdmin):
             "intro": intro,
             "form": form,
             "submit_label": submit,
-            "error_message": _sentence(error.message) if error is not None else None,
+            "error_message": sentence(error.message) if error is not None else None,
             "error_lines": error.errors if error is not None else [],
             "multipart": any(f.widget.needs_multipart_form for f in form.fields.values()),
             **(extra or {}),
@@ -451,7 +392,7 @@ class StudyAdmin(admin.ModelAdmin):
         return self._render(request, study, "admin/collection/study/action_form.html", context, status)
 
     def _refuse_unless_draft(self, request, study: Study, what: str) -> HttpResponseRedirect | None:
-        if study.is_draft:
+        if pools_editable(study):  # the services' rule; the words here are the admin's
             return None
         self.message_user(
             request,
@@ -473,8 +414,8 @@ class StudyAdmin(admin.ModelAdmin):
                 return self._tokens_form(request, study, form, exc)
             self.message_user(
                 request,
-                f"Imported {_count(report.tokens_created, 'token')} into “{study}” "
-                f"({_count(report.areas_created, 'new semantic area')}). Next: generate the items.",
+                f"Imported {counted(report.tokens_created, 'token')} into “{study}” "
+                f"({counted(report.areas_created, 'new semantic area')}). Next: generate the items.",
                 messages.SUCCESS,
             )
             return redirect(self._change_url(study))
@@ -512,18 +453,18 @@ class StudyAdmin(admin.ModelAdmin):
                 if isinstance(outcome, StudyJob):
                     self.message_user(
                         request,
-                        f"Generating {_count(outcome.total, 'item')} of “{study}” in the background (job "
+                        f"Generating {counted(outcome.total, 'item')} of “{study}” in the background (job "
                         f"{outcome.pk}): the Pools panel shows its progress; reload the page to follow it.",
                         messages.SUCCESS,
                     )
                     return redirect(self._change_url(study, "#pools"))
                 self.message_user(
                     request,
-                    f"Generated {_count(outcome.items_created, 'item')} in “{study}”.",
+                    f"Generated {counted(outcome.items_created, 'item')} in “{study}”.",
                     messages.SUCCESS,
                 )
                 for warning in outcome.warnings:
-                    self.message_user(request, _sentence(warning), messages.WARNING)
+                    self.message_user(request, sentence(warning), messages.WARNING)
                 return redirect(self._change_url(study, "#plan"))
         current = study.items.count()
         return self._render_form(
@@ -533,9 +474,9 @@ class StudyAdmin(admin.ModelAdmin):
             title=f"Generate the items of “{study}”",
             intro=(
                 f"Every pair of two distinct tokens of the same semantic area becomes an item (§2.2). "
-                f"The study has {_count(study.tokens.count(), 'token')} in "
-                f"{_count(study.areas.count(), 'semantic area')}"
-                + (f"; its {_count(current, 'current item')} will be replaced." if current else ".")
+                f"The study has {counted(study.tokens.count(), 'token')} in "
+                f"{counted(study.areas.count(), 'semantic area')}"
+                + (f"; its {counted(current, 'current item')} will be replaced." if current else ".")
             ),
             submit="Generate items",
             error=error,
@@ -555,7 +496,7 @@ class StudyAdmin(admin.ModelAdmin):
             else:
                 self.message_user(
                     request,
-                    f"Imported {_count(report.items_created, 'item')} into “{study}”.",
+                    f"Imported {counted(report.items_created, 'item')} into “{study}”.",
                     messages.SUCCESS,
                 )
                 return redirect(self._change_url(study, "#plan"))
@@ -632,59 +573,15 @@ class StudyAdmin(admin.ModelAdmin):
             submit="Duplicate",
         )
 
-    def simulate_view(self, request, object_id):
-        study = self._study_or_404(request, object_id)
-        form = SimulateForm(request.POST or None)
-        error = None
-        if request.method == "POST" and form.is_valid():
-            try:
-                run = simulation_request(study=study, user=request.user, **form.cleaned_data)
-            except ServiceError as exc:
-                error = exc
-            except ValueError as exc:  # parameters the simulator refuses, e.g. the file's item count
-                error = ServiceError(str(exc))
-            else:
-                run.refresh_from_db()
-                if run.status == SimulationRun.Status.DONE:
-                    text = f"The simulation of the plan of “{study}” is done: the predictions are below."
-                else:
-                    text = (
-                        f"The simulation of the plan of “{study}” is queued ({_count(run.repetitions, 'repetition')}); "
-                        "its progress shows below."
-                    )
-                self.message_user(request, text, messages.SUCCESS)
-                return redirect(self._change_url(study, "#simulations"))
-        return self._render_form(
-            request,
-            study,
-            form,
-            title=f"Simulate the plan of “{study}”",
-            intro=(
-                "Simulated voters (§4.1) judge items whose true relatedness follows the chosen distribution, "
-                "once with the uniform protocol and once with this adaptive plan at the same cost; the "
-                "prediction is the mean ± sd of the weighted and plain rank correlations with the truth."
-            ),
-            submit="Simulate",
-            error=error,
-            extra=self._plan_context(study),
-        )
-
-    def simulations_view(self, request, object_id):
-        """The simulations panel alone, for the page's script to refresh while runs are in progress."""
-        study = self._study_or_404(request, object_id, change=False)
-        return self._render(
-            request, study, "admin/collection/study/_simulations.html", self._simulations_context(study)
-        )
-
     # --- the services, as used by the buttons and the list's actions
 
     def _start(self, request, study: Study) -> None:
         try:
             ballot = study_start(study=study)
         except ServiceError as exc:
-            self.message_user(request, f"“{study}” was not started. {_sentence(exc.message)}", messages.ERROR)
+            self.message_user(request, f"“{study}” was not started. {sentence(exc.message)}", messages.ERROR)
             return
-        entry = _reverse_for_study("collection:entry", study) or f"/s/{study.slug}/"
+        entry = study.get_absolute_url()
         self.message_user(
             request,
             format_html(
@@ -692,8 +589,8 @@ class StudyAdmin(admin.ModelAdmin):
                 '<a href="{}">{}</a>.',
                 study,
                 study.ballot_count,
-                _count(ballot.items.count(), "item"),
-                _count(ballot.comparison_count, "comparison"),
+                counted(ballot.items.count(), "item"),
+                counted(ballot.comparison_count, "comparison"),
                 entry,
                 request.build_absolute_uri(entry),
             ),
@@ -705,7 +602,7 @@ class StudyAdmin(admin.ModelAdmin):
             ballot = study_close_current_ballot(study=study)
         except ServiceError as exc:
             self.message_user(
-                request, f"Nothing to close in “{study}”. {_sentence(exc.message)}", messages.ERROR
+                request, f"Nothing to close in “{study}”. {sentence(exc.message)}", messages.ERROR
             )
             return
         ballot.refresh_from_db()
@@ -720,7 +617,7 @@ class StudyAdmin(admin.ModelAdmin):
         done = f"Ballot {ballot.number} of “{study}” is closed with {ballot.votes_recorded:,} of {ballot.comparison_count:,} comparisons voted"
         following = study.ballots.filter(number=ballot.number + 1).first()
         if following is not None:
-            text = f"{done}; ballot {following.number} is open with {_count(following.comparison_count, 'comparison')}."
+            text = f"{done}; ballot {following.number} is open with {counted(following.comparison_count, 'comparison')}."
         else:
             text = f"{done}; the study is finished with its final ranking."
         self.message_user(request, text, messages.SUCCESS)
@@ -734,33 +631,11 @@ class StudyAdmin(admin.ModelAdmin):
                 self._change_url(copy),
                 copy,
                 study,
-                _count(copy.items.count(), "item"),
+                counted(copy.items.count(), "item"),
             ),
             messages.SUCCESS,
         )
         return copy
-
-    def _simulate(self, request, study: Study) -> None:
-        try:
-            run = simulation_request(study=study, user=request.user)
-        except ServiceError as exc:
-            self.message_user(
-                request, f"“{study}” cannot be simulated. {_sentence(exc.message)}", messages.ERROR
-            )
-            return
-        run.refresh_from_db()
-        self.message_user(
-            request,
-            format_html(
-                'Simulation of the plan of “{}” ({}, {}): <a href="{}">{}</a>.',
-                study,
-                run.parameters.get("distribution", ""),
-                _count(run.repetitions, "repetition"),
-                self._change_url(study, "#simulations"),
-                "done" if run.status == SimulationRun.Status.DONE else "queued",
-            ),
-            messages.SUCCESS,
-        )
 
     @admin.action(description="Start the selected studies (open ballot 1)", permissions=["change"])
     def start_studies(self, request, queryset):
@@ -778,14 +653,6 @@ class StudyAdmin(admin.ModelAdmin):
     def duplicate_studies(self, request, queryset):
         for study in queryset:
             self._duplicate(request, study)
-
-    @admin.action(
-        description="Simulate the plan of the selected studies (exponential, 20 repetitions)",
-        permissions=["change"],
-    )
-    def simulate_plans(self, request, queryset):
-        for study in queryset:
-            self._simulate(request, study)
 
 
 @admin.register(StudyChange)
@@ -827,14 +694,7 @@ class SemanticAreaAdmin(ReadOnlyAdmin):
     list_select_related = ("study",)
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                token_total=_row_count(Token.objects.filter(area=OuterRef("pk"))),
-                item_total=_row_count(Item.objects.filter(area=OuterRef("pk"))),
-            )
-        )
+        return areas_with_totals(super().get_queryset(request))
 
     @admin.display(description="tokens", ordering="token_total")
     def token_total(self, area):

@@ -16,16 +16,15 @@ from rest_framework import status, viewsets
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
-from rest_framework.parsers import BaseParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collection import selectors, services
+from collection import jobs, lifecycle, pools, selectors, studies, voting
 from collection.identity import annotator_from_request
 from collection.models import Study, StudyChange, StudyJob
 from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
-from collection.results_selectors import study_results
 from collection.serializers import (
     BallotClosingSerializer,
     BallotProgressSerializer,
@@ -43,30 +42,25 @@ from collection.serializers import (
     VoteRequestSerializer,
     VoteResultSerializer,
 )
-from collection.services import MAX_UPLOAD_BYTES
-from common.api import error_response
+from common.api import error_response, get_or_404
 from common.errors import ServiceError
-from common.parsers import RequestTooLarge
+from common.parsers import CSVParser
 from common.throttling import ANNOTATOR_THROTTLES
 
 # --- uploads -------------------------------------------------------------------------------------
 
 
 def _too_large(size: int) -> str:
-    return f"the file is {size:,} bytes; the limit is {MAX_UPLOAD_BYTES:,} bytes (2 MiB)"
+    return f"the file is {size:,} bytes; the limit is {pools.MAX_UPLOAD_BYTES:,} bytes (2 MiB)"
 
 
-class CsvParser(BaseParser):
-    """A raw ``text/csv`` request body, returned as bytes (read no further than the size limit)."""
+class CsvParser(CSVParser):
+    """A raw ``text/csv`` upload, read no further than the size limit of uploads."""
 
-    media_type = "text/csv"
+    max_bytes = pools.MAX_UPLOAD_BYTES
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = stream.read(MAX_UPLOAD_BYTES + 1)
-        if len(data) > MAX_UPLOAD_BYTES:
-            declared = int(parser_context["request"].META.get("CONTENT_LENGTH") or 0)
-            raise RequestTooLarge(_too_large(max(declared, len(data))))
-        return data
+    def too_large(self, size: int) -> str:
+        return _too_large(size)
 
 
 UPLOAD_PARSERS = [MultiPartParser, CsvParser]
@@ -85,7 +79,7 @@ def uploaded_csv(request) -> bytes:
             "no file received: send the CSV as the multipart form field 'file', "
             "or as the request body with the header 'Content-Type: text/csv'"
         )
-    if upload.size > MAX_UPLOAD_BYTES:
+    if upload.size > pools.MAX_UPLOAD_BYTES:
         raise ServiceError(_too_large(upload.size), status=413)
     return upload.read()
 
@@ -127,18 +121,18 @@ class StudyViewSet(viewsets.ModelViewSet):
 
     def get_object(self) -> Study:
         slug = self.kwargs["slug"]
-        study = self.get_queryset().filter(slug=slug).first()
-        if study is None:
-            raise NotFound(f"there is no study {slug!r}; GET /api/studies/ lists them")
+        study = get_or_404(
+            self.get_queryset(), f"there is no study {slug!r}; GET /api/studies/ lists them", slug=slug
+        )
         self.check_object_permissions(self.request, study)
         return study
 
     # The serializers check the shape of the fields; the services decide what each state allows.
     def perform_create(self, serializer):
-        serializer.instance = services.study_create(values=serializer.validated_data, user=self.request.user)
+        serializer.instance = studies.study_create(values=serializer.validated_data, user=self.request.user)
 
     def perform_update(self, serializer):
-        serializer.instance = services.study_update(
+        serializer.instance = studies.study_update(
             study=serializer.instance,
             changes=serializer.validated_data,
             user=self.request.user,
@@ -146,7 +140,7 @@ class StudyViewSet(viewsets.ModelViewSet):
         )
 
     def perform_destroy(self, instance: Study):
-        services.study_delete(study=instance)
+        studies.study_delete(study=instance)
 
     # --- pools ---
 
@@ -171,7 +165,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @tokens.mapping.post
     def tokens_import(self, request, slug=None):
         study = self.get_object()
-        report = services.tokens_import(study=study, data=uploaded_csv(request))
+        report = pools.tokens_import(study=study, data=uploaded_csv(request))
         return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(summary="The study's items", responses={200: ItemSerializer(many=True), **STAFF_ERRORS})
@@ -203,7 +197,7 @@ class StudyViewSet(viewsets.ModelViewSet):
         study = self.get_object()
         serializer = ItemsGenerateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        outcome = services.items_generate_start(
+        outcome = jobs.items_generate_start(
             study=study, max_per_area=serializer.validated_data.get("max_per_area"), user=request.user
         )
         if isinstance(outcome, StudyJob):
@@ -223,9 +217,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     )
     def job(self, request, slug=None, job_id=None):
         study = self.get_object()
-        job = study.jobs.filter(pk=int(job_id)).first()
-        if job is None:
-            raise NotFound(f"study {study.slug!r} has no job {job_id}")
+        job = get_or_404(study.jobs, f"study {study.slug!r} has no job {job_id}", pk=int(job_id))
         return Response(study_job_body(job))
 
     @extend_schema(
@@ -247,7 +239,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     )
     def items_upload(self, request, slug=None):
         study = self.get_object()
-        report = services.items_import_pairs(study=study, data=uploaded_csv(request))
+        report = pools.items_import_pairs(study=study, data=uploaded_csv(request))
         return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
 
     # --- plan and lifecycle ---
@@ -259,7 +251,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"], serializer_class=PlanSerializer)
     def plan(self, request, slug=None):
         study = self.get_object()
-        return Response(PlanSerializer(services.study_plan(study=study).as_dict()).data)
+        return Response(PlanSerializer(studies.study_plan(study=study).as_dict()).data)
 
     @extend_schema(
         summary="Start the study: freeze the plan and open ballot 1",
@@ -273,7 +265,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def start(self, request, slug=None):
         study = self.get_object()
-        services.study_start(study=study)
+        lifecycle.study_start(study=study)
         return Response(StudySerializer(self.get_object()).data)
 
     @extend_schema(
@@ -284,7 +276,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], url_path="close-ballot")
     def close_ballot(self, request, slug=None):
         study = self.get_object()
-        ballot = services.study_close_current_ballot(study=study)
+        ballot = lifecycle.study_close_current_ballot(study=study)
         body = {
             "ballot": ballot.number,
             "detail": f"ballot {ballot.number} is closing; its scores are computed and the next ballot "
@@ -302,7 +294,7 @@ class StudyViewSet(viewsets.ModelViewSet):
         study = self.get_object()
         serializer = StudyDuplicateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        copy = services.study_duplicate(study=study, user=request.user, **serializer.validated_data)
+        copy = studies.study_duplicate(study=study, user=request.user, **serializer.validated_data)
         return Response(StudySerializer(copy).data, status=status.HTTP_201_CREATED)
 
     # --- results ---
@@ -322,11 +314,11 @@ class StudyViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"], pagination_class=None, serializer_class=ResultSerializer)
     def results(self, request, slug=None):
         study = self.get_object()
-        return Response(ResultSerializer(study_results(study=study), many=True).data)
+        return Response(ResultSerializer(selectors.study_results(study=study), many=True).data)
 
 
 def study_job_body(job: StudyJob) -> dict:
-    done = services.study_job_done_count(job)
+    done = jobs.study_job_done_count(job)
     return StudyJobSerializer(
         {
             "id": job.pk,
@@ -346,13 +338,6 @@ def study_job_body(job: StudyJob) -> dict:
 
 # Session first, so that a request carrying the session cookie always passes the CSRF check.
 ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, TokenAuthentication]
-
-
-def _study_or_404(slug: str) -> Study:
-    study = Study.objects.filter(slug=slug).first()
-    if study is None:
-        raise NotFound(f"there is no study {slug!r}; check the link you were given")
-    return study
 
 
 @method_decorator(ensure_csrf_cookie, name="dispatch")  # API clients get the token for their votes here
@@ -381,12 +366,12 @@ class ComparisonNextView(APIView):
                 location=OpenApiParameter.HEADER,
                 response=[204],
                 enum=[
-                    services.NextReason.NOT_STARTED,
-                    services.NextReason.FINISHED,
-                    services.NextReason.QUOTA,
-                    services.NextReason.BALLOT_CLOSING,
-                    services.NextReason.NONE_FOR_YOU,
-                    services.NextReason.ALL_LEASED,
+                    voting.NextReason.NOT_STARTED,
+                    voting.NextReason.FINISHED,
+                    voting.NextReason.QUOTA,
+                    voting.NextReason.BALLOT_CLOSING,
+                    voting.NextReason.NONE_FOR_YOU,
+                    voting.NextReason.ALL_LEASED,
                 ],
                 description="Why there is no comparison.",
             ),
@@ -400,9 +385,11 @@ class ComparisonNextView(APIView):
         ],
     )
     def get(self, request, slug: str):
-        study = _study_or_404(slug)
+        study = get_or_404(
+            Study.objects, f"there is no study {slug!r}; check the link you were given", slug=slug
+        )
         annotator = consented_annotator(request, study)
-        result = services.comparison_next_for(annotator=annotator)
+        result = voting.comparison_next_for(annotator=annotator)
         if result.assignment is None:
             headers = {"X-Yardstick-Reason": result.reason}
             if result.retry_after_seconds is not None:
@@ -449,7 +436,7 @@ class VoteView(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         annotator = self._annotator_of_assignment(request, data["assignment"])
-        vote, created = services.vote_record(
+        vote, created = voting.vote_record(
             annotator=annotator,
             assignment_id=data["assignment"],
             choice=data["choice"],

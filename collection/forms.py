@@ -1,4 +1,4 @@
-"""Forms of the researchers' admin: the study form, pool uploads, duplication and plan simulation."""
+"""Forms of the researchers' admin: the study form, pool uploads and duplication."""
 
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ from django.db import models
 from django.utils.html import escape
 
 from collection.models import Study
-from collection.services import MAX_UPLOAD_BYTES, study_setting_problems
-from scoring.simulation import DISTRIBUTIONS
-
-DISTRIBUTION_LABELS = {
-    "exponential": "exponential similarities (§4.1)",
-    "power_law": "power-law similarities (§4.1)",
-    "file": "the paper's 990 embedding similarities (needs exactly 990 items)",
-}
+from collection.pools import MAX_UPLOAD_BYTES
+from collection.studies import STUDY_SETTINGS, study_setting_problems
 
 
 def _sentence(text: str) -> str:
@@ -51,27 +45,7 @@ class StudyAdminForm(forms.ModelForm):
 
     class Meta:
         model = Study
-        fields = (
-            "name",
-            "slug",
-            "question",
-            "instructions",
-            "ballot_count",
-            "keep_fraction",
-            "appearances",
-            "comparison_budget",
-            "seconds_per_comparison",
-            "allow_ties",
-            "lease_seconds",
-            "votes_per_annotator_per_ballot",
-            "ballot_deadline_hours",
-            "completion_redirect_url",
-            "completion_code",
-            "require_signed_links",
-            "seed",
-            "minimum_coverage",
-            "relevant_top_k",
-        )
+        fields = tuple(STUDY_SETTINGS)  # every setting of a study, and only those
         formfield_callback = _https_urls
 
     def __init__(self, *args, **kwargs):
@@ -216,17 +190,3 @@ class DuplicateForm(forms.Form):
         if slug and Study.objects.filter(slug=slug).exists():
             raise forms.ValidationError(f"A study with the slug “{slug}” exists already; choose another.")
         return slug
-
-
-class SimulateForm(forms.Form):
-    distribution = forms.ChoiceField(
-        choices=[(name, DISTRIBUTION_LABELS[name]) for name in DISTRIBUTIONS],
-        initial="exponential",
-        help_text="The distribution of the items' true relatedness the simulated voters judge.",
-    )
-    repetitions = forms.IntegerField(
-        initial=20,
-        min_value=1,
-        max_value=500,
-        help_text="Each repetition simulates the uniform and the adaptive protocol once.",
-    )

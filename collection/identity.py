@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collection.models import Annotator, Study
-from collection.services import annotator_for
+from collection.voting import annotator_for
 
 SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id} in the browser session
 

@@ -1,4 +1,5 @@
-"""Studies, their token and item pools, ballots, comparisons, annotators, assignments and votes.
+"""Studies, their token and item pools, ballots, comparisons, annotators, assignments, votes, and the
+per-ballot scores that the close of a ballot writes.
 
 The database keeps the invariants: a comparison has at most one vote, an assignment at most one vote,
 an annotator at most one active assignment and at most one vote per pair of items in a study, a ballot
@@ -252,7 +253,7 @@ class Study(models.Model):
 class StudyChange(models.Model):
     """One setting of a started study changed: who, when, through which channel, from what to what.
 
-    Written only by ``collection.services.study_update``, one row per changed setting. The database
+    Written only by ``collection.studies.study_update``, one row per changed setting. The database
     keeps the trail: a trigger (migration 0006) refuses to update or delete a row, except the SET NULL
     of ``user`` when that account is deleted (``username`` keeps the name), and the study is PROTECTed.
     """
@@ -567,10 +568,39 @@ class Vote(models.Model):
         return f"vote {self.pk}: {self.choice}"
 
 
+class ItemScore(models.Model):
+    """What ballot k measured for one of its items: x(k), y(k), ȳ(k) (Eq. 1, 5, 6), written by its close.
+
+    The table keeps the name it had when the model lived in the scoring app; the admin shows the rows
+    through the proxy ``scoring.ItemScore``.
+    """
+
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="scores")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="scores")
+    wins = models.PositiveIntegerField()
+    ties = models.PositiveIntegerField()
+    appearances = models.PositiveIntegerField()
+    win_ratio = models.FloatField(null=True, help_text="x(k); empty when the item got no vote in the ballot.")
+    rescaled_score = models.FloatField(null=True, help_text="y(k)")
+    score = models.FloatField(null=True, help_text="ȳ(k), the running mean of y up to ballot k")
+    measured = models.PositiveSmallIntegerField(help_text="Ballots up to k in which the item got a vote.")
+    survived = models.BooleanField(help_text="Carried into ballot k+1.")
+
+    class Meta:
+        db_table = "scoring_itemscore"
+        ordering = ["ballot", "-score"]
+        constraints = [
+            models.UniqueConstraint(fields=["ballot", "item"], name="item_score_unique_per_ballot")
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} in ballot {self.ballot_id}: ȳ = {self.score}"
+
+
 class StudyJob(models.Model):
     """A long operation on a study run as a Celery task (generating many items), with its outcome.
 
-    While it runs, its progress is in the cache (``collection.services.study_job_progress``): the task
+    While it runs, its progress is in the cache (``collection.jobs.study_job_done_count``): the task
     writes the items in one transaction, so rows written inside it would not show progress until the end.
     """
 

@@ -1,12 +1,18 @@
-"""Selectors of the collection app: reads for pages, the API and commands."""
+"""Selectors of the collection app: reads for pages, the API, the admin and commands.
+
+Reads that compute on many rows turn them into numpy arrays first: ``collection.arrays``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
-from collection.models import Annotator, Ballot, Comparison, Study, Vote
+from collection import arrays
+from collection.models import Annotator, Ballot, Comparison, Item, SemanticArea, Study, StudyJob, Token, Vote
+from common.errors import StudyStateError
 
 
 def comparison_display(*, comparison_id: int) -> dict:
@@ -98,4 +104,89 @@ def study_progress(*, study: Study) -> list[dict]:
         for ballot in Ballot.objects.filter(study=study)
         .annotate(item_count=Count("items"))
         .order_by("number")
+    ]
+
+
+# --- the researchers' lists and panels ------------------------------------------------------------
+
+
+def _row_count(queryset) -> Coalesce:
+    """COUNT(*) of a correlated subquery, 0 when it has no rows: a count per row without joining
+    several relations at once (tokens × items of an area would multiply)."""
+    counted = queryset.order_by().annotate(total=Func(F("pk"), function="COUNT")).values("total")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
+
+
+def studies_with_progress(studies: QuerySet) -> QuerySet:
+    """The studies with ``item_total`` and their open ballot's ``open_ballot_number``,
+    ``open_ballot_votes`` and ``open_ballot_comparisons`` (None without one), in one query."""
+    open_ballot = Ballot.objects.filter(study=OuterRef("pk"), status=Ballot.Status.OPEN)
+    return studies.annotate(
+        item_total=_row_count(Item.objects.filter(study=OuterRef("pk"))),
+        open_ballot_number=Subquery(open_ballot.values("number")[:1]),
+        open_ballot_votes=Subquery(open_ballot.values("votes_recorded")[:1]),
+        open_ballot_comparisons=Subquery(open_ballot.values("comparison_count")[:1]),
+    )
+
+
+def areas_with_totals(areas: QuerySet, *, rare: bool = False) -> QuerySet:
+    """The semantic areas with their ``token_total`` and ``item_total`` (and ``rare_total``)."""
+    totals = {
+        "token_total": _row_count(Token.objects.filter(area=OuterRef("pk"))),
+        "item_total": _row_count(Item.objects.filter(area=OuterRef("pk"))),
+    }
+    if rare:
+        totals["rare_total"] = _row_count(Token.objects.filter(area=OuterRef("pk"), rare=True))
+    return areas.annotate(**totals)
+
+
+def study_pools(*, study: Study) -> dict:
+    """The pools panel of a study: its areas with their totals, by name, and the study's totals."""
+    return {
+        "areas": areas_with_totals(SemanticArea.objects.filter(study=study), rare=True).order_by("name"),
+        "token_total": study.tokens.count(),
+        "item_total": study.items.count(),
+    }
+
+
+def study_job_shown(*, study: Study) -> StudyJob | None:
+    """The study's latest job if it is still running or it failed (what the researcher must see)."""
+    job = study.jobs.first()
+    if job is not None and (not job.finished or job.status == StudyJob.Status.FAILED):
+        return job
+    return None
+
+
+# --- the final ranking ----------------------------------------------------------------------------
+
+
+def study_results(*, study: Study) -> list[dict]:
+    """The items by final rank with their tokens, area, final score ȳ, last ballot and x(k) per ballot.
+
+    ``win_ratios[k - 1]`` is x(k) of Eq. 1 for ballots 1 … last_ballot, None where the item got no vote.
+    Refused (409) while the study is not finished: ranks exist only once its last ballot has closed.
+    """
+    if study.status != Study.Status.FINISHED:
+        open_ballot = study.ballots.filter(status=Ballot.Status.OPEN).values_list("number", flat=True).first()
+        where = f"; ballot {open_ballot} of {study.ballot_count} is open" if open_ballot else ""
+        raise StudyStateError(
+            f"the study is {study.status}{where}: the final ranking exists once its last ballot has closed"
+        )
+    item_count = study.items.count()
+    win_ratios = arrays.study_score_rows(study_id=study.pk).win_ratio_by_ballot(
+        item_count, study.ballot_count
+    )
+    items = study.items.select_related("area", "token_a", "token_b").order_by("final_rank", "index")
+    return [
+        {
+            "rank": item.final_rank,
+            "item": item.pk,
+            "index": item.index,
+            "tokens": [item.token_a.text, item.token_b.text],
+            "area": item.area.name,
+            "final_score": item.final_score,
+            "last_ballot": item.last_ballot,
+            "win_ratios": arrays.nullable(win_ratios[item.index, : item.last_ballot or 0]),
+        }
+        for item in items
     ]

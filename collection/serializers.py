@@ -42,7 +42,7 @@ class StudyChangeSerializer(serializers.ModelSerializer):
 
 class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
     """A study's settings and state. Which settings may change in which state is decided by the
-    services (``collection.services.STUDY_SETTINGS``); this checks the shape of each field."""
+    services (``collection.studies.STUDY_SETTINGS``); this checks the shape of each field."""
 
     created_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True, help_text="null once that user is deleted."

@@ -1,10 +1,15 @@
-"""Celery tasks of the collection app: thin wrappers around services (ids in, look up, call, log)."""
+"""Celery tasks of the collection app: thin wrappers around services (ids in, look up, call, log).
+
+Their names are the ones queued messages and the beat schedule carry; ``scoring.ballot_close`` keeps
+the name it had when the close lived in the scoring app.
+"""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from collection.services import study_job_run
+from collection.jobs import study_job_run
+from collection.lifecycle import ballot_close
 
 
 @shared_task(name="collection.study_job_run", acks_late=True)
@@ -12,3 +17,10 @@ def study_job_run_task(job_id: int) -> str:
     """Run a study's long job (generating many items); idempotent once the job has finished."""
     job = study_job_run(job_id=job_id)
     return "missing" if job is None else f"job {job.pk} {job.status}"
+
+
+@shared_task(name="scoring.ballot_close", acks_late=True)
+def ballot_close_task(ballot_id: int) -> str:
+    """Close a ballot (idempotent: a closed ballot is left as it is)."""
+    ballot = ballot_close(ballot_id=ballot_id)
+    return "missing" if ballot is None else f"{ballot} {ballot.status}"

@@ -18,13 +18,13 @@ from django.views.decorators.http import require_http_methods
 from collection.identity import annotator_from_request
 from collection.models import Study
 from collection.selectors import annotator_progress, comparison_display
-from collection.services import (
+from collection.signing import SIGNATURE_PARAMETER, signature_valid
+from collection.voting import (
     NextReason,
     annotator_consent,
     comparison_next_for,
     vote_record,
 )
-from collection.signing import SIGNATURE_PARAMETER, signature_valid
 from common.errors import ServiceError
 from common.throttling import AddressThrottle, page_wait_seconds
 

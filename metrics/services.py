@@ -547,7 +547,7 @@ def _study_changes(study: Study) -> list[dict]:
     """The settings changed after the start, oldest first. The card is public: who changed them is
     left to the admin and the staff API, and the values of private settings (completion code and
     URL, which would let anyone claim a crowd platform's payment) are left out."""
-    from collection.services import STUDY_SETTINGS
+    from collection.studies import STUDY_SETTINGS
 
     entries = []
     for change in study.changes.all():
@@ -569,7 +569,7 @@ def _study_changes(study: Study) -> list[dict]:
 
 
 def _compute_card(study: Study) -> dict:
-    from collection.services import study_plan
+    from collection.studies import study_plan
 
     votes = study_votes(study=study)
     item_count = votes.item_count
@@ -741,7 +741,7 @@ def _current_scores(study: Study, item_count: int) -> np.ndarray:
     """Final scores of a finished study; for a running one, each item's latest ȳ."""
     if study.status == Study.Status.FINISHED:
         return final_scores(study=study)
-    from scoring.models import ItemScore
+    from collection.models import ItemScore
 
     score = np.full(item_count, np.nan)
     for index, value in (

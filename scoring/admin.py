@@ -1,18 +1,26 @@
-"""Read-only admin lists of what the engine measured: per-ballot item scores and plan simulations.
+"""The scoring app's admin: the study's page with the simulations of its plan, its results and exports;
+read-only lists of the per-ballot item scores and of the simulations.
 
-Scores come from votes through ``scoring.services.ballot_close``; nobody edits them by hand.
-A simulation run may be deleted (it is a forecast, not a measurement), never edited.
+Scores come from votes through the close of each ballot (``collection.lifecycle.ballot_close``); nobody
+edits them by hand. A simulation run may be deleted (it is a forecast, not a measurement), never edited.
 """
 
 from __future__ import annotations
 
 import json
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.shortcuts import redirect
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
 
+from collection import admin as collection_admin
+from collection.models import Study
+from common.errors import ServiceError
+from scoring.forms import SimulateForm
 from scoring.models import ItemScore, SimulationRun
+from scoring.services import simulation_request
 
 METRIC_LABELS = (("rho_w", "ρ_w"), ("tau_w", "τ_w"), ("rho", "ρ"), ("tau", "τ"))
 
@@ -41,6 +49,133 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
 
 def simulation_is_active(run: SimulationRun) -> bool:
     return run.status in (SimulationRun.Status.PENDING, SimulationRun.Status.RUNNING)
+
+
+# --- the study's page, extended -------------------------------------------------------------------
+
+SIMULATIONS_SHOWN = 10
+EXPORTS = (
+    ("scoring:export-dataset-csv", "Dataset (CSV)"),
+    ("scoring:export-dataset-json", "Dataset (JSON)"),
+    ("scoring:export-votes-csv", "Votes (CSV)"),
+)
+
+
+class StudyAdmin(collection_admin.StudyAdmin):
+    """The collection's study admin with what scoring adds to the study's page: "Simulate this plan"
+    and the simulations panel (refreshed while runs are in progress), the results and the exports."""
+
+    change_form_template = "admin/scoring/study/change_form.html"
+    actions = (*collection_admin.StudyAdmin.actions, "simulate_plans")
+
+    def study_views(self):
+        return [
+            *super().study_views(),
+            ("simulate", self.simulate_view),
+            ("simulations", self.simulations_view),
+        ]
+
+    def _study_panels(self, request, study: Study) -> dict:
+        context = super()._study_panels(request, study)
+        if not study.is_draft:
+            context["results_url"] = reverse("scoring:results", args=[study.slug])
+            context["exports"] = [(label, reverse(name, args=[study.slug])) for name, label in EXPORTS]
+        context.update(self._simulations_context(study))
+        return context
+
+    def _simulations_context(self, study: Study) -> dict:
+        runs = list(study.simulations.all()[:SIMULATIONS_SHOWN])
+        for run in runs:
+            run.rows = prediction_rows(run.result) if run.status == SimulationRun.Status.DONE else []
+            run.distribution = run.parameters.get("distribution", "")
+        return {
+            "simulations": runs,
+            "simulations_active": any(simulation_is_active(run) for run in runs),
+            "simulations_url": reverse("admin:collection_study_simulations", args=[study.pk]),
+        }
+
+    def simulate_view(self, request, object_id):
+        study = self._study_or_404(request, object_id)
+        form = SimulateForm(request.POST or None)
+        error = None
+        if request.method == "POST" and form.is_valid():
+            try:
+                run = simulation_request(study=study, user=request.user, **form.cleaned_data)
+            except ServiceError as exc:
+                error = exc
+            except ValueError as exc:  # parameters the simulator refuses, e.g. the file's item count
+                error = ServiceError(str(exc))
+            else:
+                run.refresh_from_db()
+                if run.status == SimulationRun.Status.DONE:
+                    text = f"The simulation of the plan of “{study}” is done: the predictions are below."
+                else:
+                    text = (
+                        f"The simulation of the plan of “{study}” is queued "
+                        f"({collection_admin.counted(run.repetitions, 'repetition')}); its progress shows below."
+                    )
+                self.message_user(request, text, messages.SUCCESS)
+                return redirect(self._change_url(study, "#simulations"))
+        return self._render_form(
+            request,
+            study,
+            form,
+            title=f"Simulate the plan of “{study}”",
+            intro=(
+                "Simulated voters (§4.1) judge items whose true relatedness follows the chosen distribution, "
+                "once with the uniform protocol and once with this adaptive plan at the same cost; the "
+                "prediction is the mean ± sd of the weighted and plain rank correlations with the truth."
+            ),
+            submit="Simulate",
+            error=error,
+            extra=self._plan_context(study),
+        )
+
+    def simulations_view(self, request, object_id):
+        """The simulations panel alone, for the page's script to refresh while runs are in progress."""
+        study = self._study_or_404(request, object_id, change=False)
+        return self._render(
+            request, study, "admin/scoring/study/_simulations.html", self._simulations_context(study)
+        )
+
+    def _simulate(self, request, study: Study) -> None:
+        try:
+            run = simulation_request(study=study, user=request.user)
+        except ServiceError as exc:
+            self.message_user(
+                request,
+                f"“{study}” cannot be simulated. {collection_admin.sentence(exc.message)}",
+                messages.ERROR,
+            )
+            return
+        run.refresh_from_db()
+        self.message_user(
+            request,
+            format_html(
+                'Simulation of the plan of “{}” ({}, {}): <a href="{}">{}</a>.',
+                study,
+                run.parameters.get("distribution", ""),
+                collection_admin.counted(run.repetitions, "repetition"),
+                self._change_url(study, "#simulations"),
+                "done" if run.status == SimulationRun.Status.DONE else "queued",
+            ),
+            messages.SUCCESS,
+        )
+
+    @admin.action(
+        description="Simulate the plan of the selected studies (exponential, 20 repetitions)",
+        permissions=["change"],
+    )
+    def simulate_plans(self, request, queryset):
+        for study in queryset:
+            self._simulate(request, study)
+
+
+admin.site.unregister(Study)
+admin.site.register(Study, StudyAdmin)
+
+
+# --- read-only lists -------------------------------------------------------------------------------
 
 
 @admin.register(SimulationRun)

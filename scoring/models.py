@@ -1,33 +1,20 @@
-"""Per-ballot scores of the items, and plan simulations run from the admin."""
+"""Plan simulations run from the admin, and the admin's view of the per-ballot scores."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
+import collection.models
 
-class ItemScore(models.Model):
-    """What ballot k measured for one of its items: x(k), y(k), ȳ(k) (Eq. 1, 5, 6)."""
 
-    ballot = models.ForeignKey("collection.Ballot", on_delete=models.CASCADE, related_name="scores")
-    item = models.ForeignKey("collection.Item", on_delete=models.CASCADE, related_name="scores")
-    wins = models.PositiveIntegerField()
-    ties = models.PositiveIntegerField()
-    appearances = models.PositiveIntegerField()
-    win_ratio = models.FloatField(null=True, help_text="x(k); empty when the item got no vote in the ballot.")
-    rescaled_score = models.FloatField(null=True, help_text="y(k)")
-    score = models.FloatField(null=True, help_text="ȳ(k), the running mean of y up to ballot k")
-    measured = models.PositiveSmallIntegerField(help_text="Ballots up to k in which the item got a vote.")
-    survived = models.BooleanField(help_text="Carried into ballot k+1.")
+class ItemScore(collection.models.ItemScore):
+    """The per-ballot scores as the researchers' admin shows them, under the scoring app where they were
+    first kept: their admin pages (/admin/scoring/itemscore/) and permissions stay. The rows are
+    ``collection.models.ItemScore``, written by the close of a ballot; read and write them there."""
 
     class Meta:
-        ordering = ["ballot", "-score"]
-        constraints = [
-            models.UniqueConstraint(fields=["ballot", "item"], name="item_score_unique_per_ballot")
-        ]
-
-    def __str__(self) -> str:
-        return f"item {self.item_id} in ballot {self.ballot_id}: ȳ = {self.score}"
+        proxy = True
 
 
 class SimulationRun(models.Model):

@@ -14,13 +14,18 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 
 __all__ = [
+    "BUDGET_RULE",
     "BallotPlan",
+    "appearances_for_budget",
     "ballot_plan",
     "ballot_sizes",
+    "budget_derivation",
     "comparisons_for",
     "plan_for_budget",
     "round_half_up",
 ]
+
+BUDGET_RULE = "the largest even M whose N_comp fits"
 
 
 def round_half_up(value: float) -> int:
@@ -155,13 +160,27 @@ def plan_for_budget(
             f"a budget of {comparison_budget} comparisons is too small: the smallest even M (2) "
             f"already needs {per_unit} comparisons for ballots of {list(sizes)} items"
         )
-    appearances = 2 * (int(comparison_budget) // per_unit)
     return ballot_plan(
         item_count=item_count,
         ballot_count=ballot_count,
         keep_fraction=keep_fraction,
-        appearances=appearances,
+        appearances=appearances_for_budget(comparison_budget, sizes),
         seconds_per_comparison=seconds_per_comparison,
+    )
+
+
+def appearances_for_budget(comparison_budget: int, sizes) -> int:
+    """M for a budget of comparisons: ``BUDGET_RULE``, M = 2·⌊budget / Σ_k N(k)⌋.
+
+    With an even M every ballot k costs exactly M·N(k)/2 comparisons (Eq. 3), so N_comp = (M/2)·Σ_k N(k).
+    """
+    return 2 * (int(comparison_budget) // sum(sizes))
+
+
+def budget_derivation(comparison_budget: int, sizes) -> str:
+    """How ``appearances_for_budget`` reaches M, in words and with the numbers, for people to check."""
+    return (
+        f"{BUDGET_RULE}, M = 2·⌊{comparison_budget:,} / ΣN(k)⌋ = 2·⌊{comparison_budget:,} / {sum(sizes):,}⌋"
     )
 
 

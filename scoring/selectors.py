@@ -1,8 +1,8 @@
 """Selectors of the scoring app: reads for the staff results page and the exports.
 
-Rows come out of the database once per query and are turned into numpy arrays; the per-item and
-per-annotator figures are computed with ``bincount``, ``lexsort`` and fancy indexing, not with
-Python loops over votes.
+Rows come out of the database as numpy arrays (``collection.arrays``); the per-item and
+per-annotator figures are computed with ``bincount``, ``lexsort`` and fancy indexing
+(``scoring.agreement``), not with Python loops over votes.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Count
 
-from collection.models import Annotator, Ballot, BallotItem, Item, Study, Vote
+from collection import arrays
+from collection.models import Annotator, Ballot, Item, Study, Vote
 from collection.selectors import study_progress
-from collection.services import study_plan
+from collection.studies import study_plan
 from common.errors import ServiceError
+from common.numbers import finite_or_none
+from scoring.agreement import majority_agreement, median_by_group, share
 from scoring.borda import final_order
-from scoring.models import ItemScore
 
 DATASET_COLUMNS = (
     "item_id",
@@ -52,11 +54,6 @@ VOTE_COLUMNS = (
     "client_response_ms",
     "created_at",
 )
-
-
-def _float_or_none(value) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None
 
 
 def _int_or_none(value) -> int | None:
@@ -166,13 +163,13 @@ class StudyDataset:
             "token_a": self.token_a[position],
             "token_b": self.token_b[position],
             "area": self.area[position],
-            "final_score": _float_or_none(self.score[position]),
+            "final_score": finite_or_none(self.score[position]),
             "final_rank": _int_or_none(self.rank[position]),
             "last_ballot": _int_or_none(self.last_ballot[position]),
             "appearances": int(self.appearances[position]),
             "wins": int(self.wins[position]),
             "ties": int(self.ties[position]),
-            "win_ratio": [_float_or_none(value) for value in self.win_ratio[position]],
+            "win_ratio": [finite_or_none(value) for value in self.win_ratio[position]],
         }
 
     def rows(self) -> Iterator[dict]:
@@ -207,73 +204,43 @@ def study_dataset(*, study: Study) -> StudyDataset:
     items = list(
         Item.objects.filter(study=study)
         .order_by("index")
-        .values_list(
-            "id",
-            "index",
-            "token_a__text",
-            "token_b__text",
-            "area__name",
-            "final_score",
-            "final_rank",
-            "last_ballot",
-        )
+        .values_list("id", "index", "token_a__text", "token_b__text", "area__name")
     )
     count = len(items)
-    columns = list(zip(*items, strict=True)) if items else [()] * 8
-    item_id = np.asarray(columns[0], dtype=np.int64)
-    index = np.asarray(columns[1], dtype=np.int64)
+    columns = list(zip(*items, strict=True)) if items else [()] * 5
     ballot_numbers = tuple(range(1, study.ballot_count + 1))
 
-    scores = list(
-        ItemScore.objects.filter(ballot__study=study).values_list(
-            "item__index", "ballot__number", "wins", "ties", "appearances", "win_ratio", "score"
-        )
-    )
-    table = np.asarray(scores, dtype=np.float64).reshape(len(scores), 7)  # None becomes NaN
-    position = np.searchsorted(index, table[:, 0].astype(np.int64))
-    number = table[:, 1].astype(np.int64)
+    scores = arrays.study_score_rows(study_id=study.pk)  # items are numbered 0 … N-1: index = position
 
-    def summed(column: int) -> np.ndarray:
-        return np.bincount(position, weights=table[:, column], minlength=count).astype(np.int64)
-
-    win_ratio = np.full((count, len(ballot_numbers)), np.nan)
-    win_ratio[position, number - 1] = table[:, 5]  # one ItemScore per (ballot, item): no collisions
+    def summed(values: np.ndarray) -> np.ndarray:
+        return np.bincount(scores.item, weights=values, minlength=count).astype(np.int64)
 
     if finished:
-        score = np.asarray(columns[5], dtype=np.float64)
-        rank = np.asarray([value or 0 for value in columns[6]], dtype=np.int64)
-        last_ballot = np.asarray([value or 0 for value in columns[7]], dtype=np.int64)
+        score, rank, last_ballot = arrays.final_scores(study_id=study.pk, item_count=count)
     else:
-        # ȳ so far: the score stored with the item's latest closed ballot.
-        last_scored = np.zeros(count, dtype=np.int64)
-        np.maximum.at(last_scored, position, number)
-        by_ballot = np.full((count, len(ballot_numbers) + 1), np.nan)
-        by_ballot[position, number] = table[:, 6]
-        score = by_ballot[np.arange(count), last_scored]
+        # ȳ so far: the score stored with the item's latest closed ballot; its last ballot, open or closed.
+        score, _ = scores.latest(count)
         rank = np.zeros(count, dtype=np.int64)
-        memberships = np.asarray(
-            BallotItem.objects.filter(ballot__study=study).values_list("item__index", "ballot__number"),
-            dtype=np.int64,
-        ).reshape(-1, 2)
+        memberships = arrays.study_memberships(study_id=study.pk)
         last_ballot = np.zeros(count, dtype=np.int64)
-        np.maximum.at(last_ballot, np.searchsorted(index, memberships[:, 0]), memberships[:, 1])
+        np.maximum.at(last_ballot, memberships.item, memberships.ballot)
 
     return StudyDataset(
         study=study,
         finished=finished,
         ballot_numbers=ballot_numbers,
-        item_id=item_id,
-        index=index,
+        item_id=np.asarray(columns[0], dtype=np.int64),
+        index=np.asarray(columns[1], dtype=np.int64),
         token_a=list(columns[2]),
         token_b=list(columns[3]),
         area=list(columns[4]),
         score=score,
         rank=rank,
         last_ballot=last_ballot,
-        appearances=summed(4),
-        wins=summed(2),
-        ties=summed(3),
-        win_ratio=win_ratio,
+        appearances=summed(scores.appearances),
+        wins=summed(scores.wins),
+        ties=summed(scores.ties),
+        win_ratio=scores.win_ratio_by_ballot(count, len(ballot_numbers)),
     )
 
 
@@ -299,27 +266,16 @@ def ballot_rescaling(*, ballot: Ballot) -> BallotRescaling:
     """The data of Figure 2 for a ballot k ≥ 2: x_i(k) against ȳ_i(k-1) and the stored b̂(k) (Eq. 6)."""
     if ballot.number < 2:
         raise ValueError(f"ballot {ballot.number} has no earlier ballot to be rescaled to (k ≥ 2 only)")
-    current = np.asarray(
-        ItemScore.objects.filter(ballot=ballot).values_list("item__index", "win_ratio"), dtype=np.float64
-    ).reshape(-1, 2)
-    previous = np.asarray(
-        ItemScore.objects.filter(ballot__study_id=ballot.study_id, ballot__number=ballot.number - 1)
-        .order_by("item__index")
-        .values_list("item__index", "score"),
-        dtype=np.float64,
-    ).reshape(-1, 2)
-    current = current[np.argsort(current[:, 0], kind="stable")]
-    where = np.searchsorted(previous[:, 0], current[:, 0])
-    found = where < previous.shape[0]
-    found[found] = previous[where[found], 0] == current[found, 0]
-    previous_score = np.full(current.shape[0], np.nan)
-    previous_score[found] = previous[where[found], 1]
-    usable = np.isfinite(current[:, 1]) & np.isfinite(previous_score)
+    item_count = Item.objects.filter(study_id=ballot.study_id).count()
+    current = arrays.ballot_scores(study_id=ballot.study_id, number=ballot.number, item_count=item_count)
+    previous = arrays.ballot_scores(study_id=ballot.study_id, number=ballot.number - 1, item_count=item_count)
+    items = current.item
+    usable = np.isfinite(current.win_ratio[items]) & np.isfinite(previous.score[items])
     return BallotRescaling(
         ballot_number=ballot.number,
-        item_index=current[usable, 0].astype(np.int64),
-        win_ratio=current[usable, 1],
-        previous_score=previous_score[usable],
+        item_index=items[usable],
+        win_ratio=current.win_ratio[items][usable],
+        previous_score=previous.score[items][usable],
         rescale_slope=ballot.rescale_slope,
     )
 
@@ -402,52 +358,33 @@ def annotator_stats(*, study: Study) -> list[AnnotatorStats]:
         annotator.pk: str(annotator)
         for annotator in Annotator.objects.filter(study=study).select_related("user").order_by("pk")
     }
-    rows = list(
-        Vote.objects.filter(ballot__study=study).values_list(
-            "annotator_id",
-            "left_item__index",
-            "right_item__index",
-            "pair_low",
-            "pair_high",
-            "choice",
-            "response_ms",
-        )
-    )
-    if not rows:
+    votes = arrays.study_votes(study_id=study.pk)
+    if not len(votes):
         return []
-    annotator_id, left, right, pair_low, pair_high, choice, response_ms = (
-        np.asarray(column) for column in zip(*rows, strict=True)
-    )
     ids = np.asarray(sorted(annotators), dtype=np.int64)
-    who = np.searchsorted(ids, annotator_id.astype(np.int64))
+    who = np.searchsorted(ids, votes.annotator)
     people = ids.size
-    left, right = left.astype(np.int64), right.astype(np.int64)
-    is_left, is_tie = choice == Vote.Choice.LEFT.value, choice == Vote.Choice.TIE.value
+    left, right, pair_low = votes.left, votes.right, votes.pair_low
+    is_left, is_tie = votes.outcome == 1.0, votes.outcome == 0.5
     decided = ~is_tie
 
-    votes = np.bincount(who, minlength=people)
-    median = _median_by_group(who, response_ms.astype(np.float64), people)
-    left_rate = _share(np.bincount(who, weights=is_left, minlength=people), np.bincount(who, decided, people))
-    tie_rate = _share(np.bincount(who, weights=is_tie, minlength=people), votes)
+    counts = np.bincount(who, minlength=people)
+    median = median_by_group(who, votes.response_ms, people)
+    left_rate = share(np.bincount(who, weights=is_left, minlength=people), np.bincount(who, decided, people))
+    tie_rate = share(np.bincount(who, weights=is_tie, minlength=people), counts)
 
     chosen = np.where(is_left, left, right)
     outcome = np.where(is_tie, _TIE, np.where(chosen == pair_low, _LOW, _HIGH))
-    pair_key = pair_low.astype(np.int64) * (int(pair_high.max()) + 1) + pair_high.astype(np.int64)
+    pair_high = votes.pair_high
+    pair_key = pair_low * (int(pair_high.max()) + 1) + pair_high
     agree, compared = majority_agreement(pair_key, outcome)
     majority_compared = np.bincount(who, weights=compared, minlength=people)
-    majority = _share(np.bincount(who, weights=agree & compared, minlength=people), majority_compared)
+    majority = share(np.bincount(who, weights=agree & compared, minlength=people), majority_compared)
 
     ranking_compared = np.zeros(people)
     ranking = np.full(people, np.nan)
     if study.status == Study.Status.FINISHED:
-        item_index, final_score = (
-            np.asarray(column, dtype=np.float64)
-            for column in zip(
-                *Item.objects.filter(study=study).values_list("index", "final_score"), strict=True
-            )
-        )
-        score_by_index = np.full(int(item_index.max()) + 1, np.nan)
-        score_by_index[item_index.astype(np.int64)] = final_score
+        score_by_index, _, _ = arrays.final_scores(study_id=study.pk, item_count=study.items.count())
         other = np.where(is_left, right, left)
         chosen_score, other_score = score_by_index[chosen], score_by_index[other]
         with np.errstate(invalid="ignore"):  # NaN scores compare as False and are left out anyway
@@ -455,66 +392,25 @@ def annotator_stats(*, study: Study) -> list[AnnotatorStats]:
             comparable &= chosen_score != other_score
             better = comparable & (chosen_score > other_score)
         ranking_compared = np.bincount(who, weights=comparable, minlength=people)
-        ranking = _share(np.bincount(who, weights=better, minlength=people), ranking_compared)
+        ranking = share(np.bincount(who, weights=better, minlength=people), ranking_compared)
 
     stats = [
         AnnotatorStats(
             annotator_id=int(ids[person]),
             label=annotators[int(ids[person])],
-            votes=int(votes[person]),
-            median_response_ms=_float_or_none(median[person]),
-            left_choice_rate=_float_or_none(left_rate[person]),
-            tie_rate=_float_or_none(tie_rate[person]),
-            majority_agreement=_float_or_none(majority[person]),
+            votes=int(counts[person]),
+            median_response_ms=finite_or_none(median[person]),
+            left_choice_rate=finite_or_none(left_rate[person]),
+            tie_rate=finite_or_none(tie_rate[person]),
+            majority_agreement=finite_or_none(majority[person]),
             majority_compared=int(majority_compared[person]),
-            ranking_agreement=_float_or_none(ranking[person]),
+            ranking_agreement=finite_or_none(ranking[person]),
             ranking_compared=int(ranking_compared[person]),
         )
-        for person in np.flatnonzero(votes)
+        for person in np.flatnonzero(counts)
     ]
     stats.sort(key=lambda row: (-row.votes, row.annotator_id))
     return stats
-
-
-def majority_agreement(pair_key, outcome) -> tuple[np.ndarray, np.ndarray]:
-    """Per vote: (agrees with the others' majority, has such a majority to be compared with).
-
-    ``pair_key`` identifies the pair of items of each vote, ``outcome`` is 0 (the lower-index item
-    chosen), 1 (the higher) or 2 (a tie). The others of a vote are the other votes on its pair; their
-    majority is the outcome that strictly outnumbers each of the other two.
-    """
-    pair_key = np.asarray(pair_key, dtype=np.int64)
-    outcome = np.asarray(outcome, dtype=np.int64)
-    _, pair = np.unique(pair_key, return_inverse=True)
-    pairs = int(pair.max()) + 1 if pair.size else 0
-    tally = np.bincount(pair * 3 + outcome, minlength=pairs * 3).reshape(pairs, 3)
-    others = tally[pair]
-    others[np.arange(outcome.size), outcome] -= 1  # leave the vote itself out
-    top = others.max(axis=1)
-    strict = (top > 0) & ((others == top[:, None]).sum(axis=1) == 1)
-    agrees = strict & (others.argmax(axis=1) == outcome)
-    return agrees, strict
-
-
-def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, NaN where the denominator is 0."""
-    share = np.full(np.shape(denominator), np.nan)
-    np.divide(numerator, denominator, out=share, where=np.asarray(denominator) > 0)
-    return share
-
-
-def _median_by_group(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
-    """The median of ``values`` within each group (NaN for an empty group), with one sort."""
-    order = np.lexsort((values, group))
-    ordered = values[order]
-    counts = np.bincount(group, minlength=groups)
-    starts = np.cumsum(counts) - counts
-    median = np.full(groups, np.nan)
-    present = counts > 0
-    low = starts[present] + (counts[present] - 1) // 2
-    high = starts[present] + counts[present] // 2
-    median[present] = (ordered[low] + ordered[high]) / 2.0
-    return median
 
 
 # --- raw votes -----------------------------------------------------------------------------------

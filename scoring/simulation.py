@@ -48,6 +48,7 @@ __all__ = [
     "summarize",
     "theoretical_ranks",
     "underlying_similarity",
+    "voter_outcomes",
 ]
 
 DISTRIBUTIONS = ("exponential", "power_law", "file")
@@ -150,16 +151,34 @@ def deal_comparisons(comparison_count: int, voter_count: int, rng: np.random.Gen
     return rng.permutation(np.arange(comparison_count) % voter_count)
 
 
-def cast_votes(
-    voters: Voters, pairs: np.ndarray, voter_index: np.ndarray, rng: np.random.Generator
+def voter_outcomes(
+    voters: Voters, voter_index, left, right, rng: np.random.Generator, *, allow_ties: bool = True
 ) -> np.ndarray:
-    """Outcome of each comparison: 1 left wins, 0 right wins, 0.5 tie (§4.1.1)."""
-    left_opinion = voters.opinions[voter_index, pairs[:, 0]]
-    right_opinion = voters.opinions[voter_index, pairs[:, 1]]
+    """The simulated voters' decisions (§4.1.1): per comparison, 1 the left item wins, 0 the right, 0.5 a tie.
+
+    Voter ``voter_index[c]`` picks, of items ``left[c]`` and ``right[c]``, the one with the higher
+    opinion o_i(v); equal opinions are a tie, or without ties a coin flip (drawn first, one per tie).
+    Then, with probability ε_v (an oversight, one draw per comparison), the voter picks the other one;
+    a tie stays a tie.
+    """
+    voter_index = np.asarray(voter_index, dtype=np.int64)
+    left_opinion = voters.opinions[voter_index, np.asarray(left, dtype=np.int64)]
+    right_opinion = voters.opinions[voter_index, np.asarray(right, dtype=np.int64)]
     outcome = np.where(left_opinion > right_opinion, 1.0, np.where(left_opinion < right_opinion, 0.0, 0.5))
+    if not allow_ties:
+        tied = outcome == 0.5
+        outcome[tied] = np.where(rng.random(int(tied.sum())) < 0.5, 1.0, 0.0)
     oversight = rng.random(outcome.size) < voters.oversight[voter_index]
     outcome[oversight] = 1.0 - outcome[oversight]
     return outcome
+
+
+def cast_votes(
+    voters: Voters, pairs: np.ndarray, voter_index: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Outcome of each comparison ``pairs[c]`` by voter ``voter_index[c]``: 1 left wins, 0 right wins,
+    0.5 tie (``voter_outcomes``, ties allowed)."""
+    return voter_outcomes(voters, voter_index, pairs[:, 0], pairs[:, 1], rng)
 
 
 def run_uniform(voters: Voters, comparison_count: int, rng: np.random.Generator) -> np.ndarray:

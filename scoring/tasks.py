@@ -7,7 +7,8 @@ import logging
 from celery import shared_task
 from django.utils import timezone
 
-from scoring.services import ballot_close, ballots_sweep, simulation_run
+from collection.lifecycle import ballots_sweep
+from scoring.services import simulation_run, simulation_run_execute, simulations_restart
 from scoring.simulation import SimulationConfig
 
 logger = logging.getLogger(__name__)
@@ -30,17 +31,13 @@ def simulate(self, parameters: dict, repetitions: int = 50, seed: int = 0) -> di
     )
 
 
-@shared_task(name="scoring.ballot_close", acks_late=True)
-def ballot_close_task(ballot_id: int) -> str:
-    """Close a ballot (idempotent: a closed ballot is left as it is)."""
-    ballot = ballot_close(ballot_id=ballot_id)
-    return "missing" if ballot is None else f"{ballot} {ballot.status}"
-
-
 @shared_task(name="scoring.ballots_sweep")
 def ballots_sweep_task() -> dict:
-    """Beat: expire leases; close ballots past their deadline or with every comparison voted."""
-    counts = ballots_sweep(now=timezone.now())
+    """Beat: expire leases; close ballots past their deadline or with every comparison voted; send
+    again the jobs and simulations whose task was never sent."""
+    now = timezone.now()
+    counts = ballots_sweep(now=now)
+    counts["simulations_restarted"] = simulations_restart(now=now)
     if any(counts.values()):
         logger.info("sweep: %s", counts)
     return counts
@@ -49,6 +46,4 @@ def ballots_sweep_task() -> dict:
 @shared_task(name="scoring.simulation_run")
 def simulation_run_task(run_id: int) -> None:
     """Run a stored ``SimulationRun`` (admin action "simulate this plan"), saving progress as it goes."""
-    from scoring.services import simulation_run_execute
-
     simulation_run_execute(run_id=run_id)

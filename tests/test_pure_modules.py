@@ -8,12 +8,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_MODULES = [
+    "common/numbers.py",
     "collection/schedule.py",
     "collection/pairs.py",
     "scoring/borda.py",
     "scoring/plan.py",
     "scoring/simulation.py",
     "scoring/plots.py",
+    "scoring/agreement.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",

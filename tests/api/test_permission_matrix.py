@@ -542,7 +542,7 @@ MATRIX = {
         "GET": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
     },
-    "admin/^(?P<app_label>auth|authtoken|scoring|collection)/$": {
+    "admin/^(?P<app_label>auth|authtoken|collection|scoring)/$": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },

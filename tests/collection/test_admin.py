@@ -10,9 +10,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from collection.models import Item, SemanticArea, Study, StudyChange, Token, Vote
-from collection.services import MAX_UPLOAD_BYTES, study_update
-from scoring.models import ItemScore, SimulationRun
+from collection.models import Item, ItemScore, SemanticArea, Study, StudyChange, Token, Vote
+from collection.pools import MAX_UPLOAD_BYTES
+from collection.studies import study_update
+from scoring.models import SimulationRun
 from tests.factories import annotators, committed_callbacks, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

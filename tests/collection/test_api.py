@@ -10,13 +10,9 @@ from rest_framework.authtoken.models import Token as ApiToken
 
 from collection.identity import SESSION_ANNOTATORS
 from collection.models import Annotator, Assignment, Ballot, Study, Vote
-from collection.services import (
-    MAX_UPLOAD_BYTES,
-    annotator_consent,
-    annotator_for,
-    comparison_next_for,
-    study_plan,
-)
+from collection.pools import MAX_UPLOAD_BYTES
+from collection.studies import study_plan
+from collection.voting import annotator_consent, annotator_for, comparison_next_for
 from scoring.plan import ballot_sizes
 from tests.factories import annotators, committed_callbacks, make_study, tokens_csv, vote_until
 

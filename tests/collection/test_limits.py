@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collection import limits
+from collection.jobs import items_generate_start, study_jobs_restart
 from collection.models import Item, Study, StudyJob
 from collection.pairs import area_pairs, pair_count, pairs_at
-from collection.services import items_generate, items_generate_start, study_jobs_restart, tokens_import
+from collection.pools import items_generate, tokens_import
 from common.errors import ServiceError
 from tests.collection.test_api import staff_client  # noqa: F401  (fixture)
 from tests.factories import make_study, tokens_csv

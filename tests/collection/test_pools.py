@@ -3,13 +3,8 @@
 import pytest
 
 from collection.models import Item, SemanticArea, Study, Token
-from collection.services import (
-    MAX_UPLOAD_BYTES,
-    items_generate,
-    items_import_pairs,
-    study_duplicate,
-    tokens_import,
-)
+from collection.pools import MAX_UPLOAD_BYTES, items_generate, items_import_pairs, tokens_import
+from collection.studies import study_duplicate
 from common.errors import ServiceError, StudyStateError
 from tests.factories import make_study
 

@@ -14,9 +14,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from collection.forms import StudyAdminForm
+from collection.lifecycle import study_start
 from collection.models import Study, StudyChange
 from collection.serializers import StudySerializer
-from collection.services import STUDY_SETTINGS, study_start, study_update
+from collection.studies import STUDY_SETTINGS, study_update
 from common.errors import StudyStateError
 from metrics.card import card_markdown
 from metrics.services import instrument_card

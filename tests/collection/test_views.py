@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from collection.identity import SESSION_ANNOTATORS
 from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
-from collection.services import annotator_consent, annotator_for
 from collection.views import completion_url
+from collection.voting import annotator_consent, annotator_for
 from tests.factories import annotators, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
+from collection.lifecycle import leases_expire, study_start
 from collection.models import Assignment, Ballot, Comparison, Study, Vote
-from collection.services import (
-    NextReason,
-    comparison_next_for,
-    leases_expire,
-    study_plan,
-    study_start,
-    vote_record,
-)
+from collection.studies import study_plan
+from collection.voting import NextReason, comparison_next_for, vote_record
 from common.errors import ServiceError
 from tests.factories import annotators, make_study, vote_until
 

@@ -20,7 +20,7 @@ call_command("migrate", verbosity=0)
 from django.test import Client
 from collection.identity import SESSION_ANNOTATORS
 from collection.models import Ballot, Vote
-from collection.services import annotator_consent, annotator_for
+from collection.voting import annotator_consent, annotator_for
 from tests.factories import make_study
 
 study = make_study(tokens=4, ballot_count=2, appearances=2)   # ballot 1: 6 items, 6 comparisons
@@ -42,7 +42,7 @@ after_votes = [ballot.status, Vote.objects.filter(ballot=ballot).count(), ballot
 
 from config.celery import app
 app.conf.task_always_eager = True   # the sweep, as beat would run it once the broker is back
-from scoring.services import ballots_sweep
+from collection.lifecycle import ballots_sweep
 counts = ballots_sweep()
 ballot.refresh_from_db()
 print(json.dumps({"answers": answers, "after_votes": after_votes, "swept": counts["ballots_closed"],

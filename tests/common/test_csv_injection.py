@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from django.test import Client
 
+from collection.lifecycle import study_start
 from collection.models import Study
-from collection.services import items_generate, study_start, tokens_import
+from collection.pools import items_generate, tokens_import
 from common.csvexport import csv_text, escape_cell, unescape_cell
 from metrics import services as metrics_services
 from tests.factories import annotators, disagreeing_crowd, vote_until

@@ -423,8 +423,9 @@ def examples_extra():
 @pytest.fixture
 def finished_animal_study(transactional_db):
     """A finished study of 8 animal names (28 items), voted through by 5 annotators."""
+    from collection.lifecycle import study_start
     from collection.models import Study
-    from collection.services import items_generate, study_start, tokens_import
+    from collection.pools import items_generate, tokens_import
     from tests.factories import annotators, vote_until
 
     study = Study.objects.create(

@@ -6,10 +6,9 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from collection.models import Assignment, Ballot, Study, Vote
-from collection.services import comparison_next_for, vote_record
-from scoring.models import ItemScore
-from scoring.services import ballot_close
+from collection.lifecycle import ballot_close
+from collection.models import Assignment, Ballot, ItemScore, Study, Vote
+from collection.voting import comparison_next_for, vote_record
 from tests.factories import annotators, make_study
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

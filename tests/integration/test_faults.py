@@ -32,11 +32,11 @@ import psycopg
 import pytest
 from django.db import connection
 
-from collection.models import Ballot, Study, Vote
+from collection.lifecycle import ballots_sweep
+from collection.models import Ballot, ItemScore, Study, Vote
+from collection.tasks import ballot_close_task
 from config.celery import app
-from scoring.models import ItemScore
-from scoring.services import ballots_sweep
-from scoring.tasks import ballot_close_task, ballots_sweep_task
+from scoring.tasks import ballots_sweep_task
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 from tests.integration.conftest import REPO_ROOT, _database_url_of_the_test_database, start_celery_worker
 from tests.reliability import invariants

@@ -4,9 +4,8 @@ import time
 
 import pytest
 
-from collection.models import Study
-from collection.services import NextReason, comparison_next_for, vote_record
-from scoring.models import ItemScore
+from collection.models import ItemScore, Study
+from collection.voting import NextReason, comparison_next_for, vote_record
 from tests.factories import annotators, make_study
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.urls import reverse
 
+from collection.lifecycle import study_start
 from collection.models import Study
-from collection.services import study_duplicate, study_start
+from collection.studies import study_duplicate
 from metrics.card import card_markdown, count, number, percent
 from metrics.models import StudyFigure
 from metrics.services import instrument_card

@@ -38,8 +38,9 @@ def cases():
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from collection.lifecycle import study_start
     from collection.models import Item, Study, Token, Vote
-    from collection.services import items_generate, study_start, tokens_import
+    from collection.pools import items_generate, tokens_import
     from tests.factories import tokens_csv
 
     users = get_user_model().objects

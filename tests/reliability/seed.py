@@ -30,8 +30,10 @@ def main(argv: list[str] | None = None) -> None:
     django.setup()
     from django.db import transaction
 
+    from collection.lifecycle import study_start
     from collection.models import Study
-    from collection.services import items_generate, study_plan, study_start, tokens_import
+    from collection.pools import items_generate, tokens_import
+    from collection.studies import study_plan
 
     with transaction.atomic():
         study = Study.objects.create(

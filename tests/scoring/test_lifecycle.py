@@ -7,10 +7,9 @@ import pytest
 from django.db import IntegrityError
 from django.utils import timezone
 
-from collection.models import Assignment, Ballot, Comparison, Study
-from collection.services import comparison_next_for, study_close_current_ballot, vote_record
-from scoring.models import ItemScore
-from scoring.services import ballot_close, ballots_sweep
+from collection.lifecycle import ballot_close, ballots_sweep, study_close_current_ballot
+from collection.models import Assignment, Ballot, Comparison, ItemScore, Study
+from collection.voting import comparison_next_for, vote_record
 from tests.factories import annotators, committed_callbacks, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

@@ -15,16 +15,10 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from collection.models import Annotator, Assignment, Ballot, Comparison, Item, Study, Vote
+from collection.models import Annotator, Assignment, Ballot, Comparison, Item, ItemScore, Study, Vote
+from scoring.agreement import majority_agreement
 from scoring.borda import final_order, rescale_slope
-from scoring.models import ItemScore
-from scoring.selectors import (
-    annotator_stats,
-    ballot_rescaling,
-    majority_agreement,
-    scores_by_rank,
-    study_dataset,
-)
+from scoring.selectors import annotator_stats, ballot_rescaling, scores_by_rank, study_dataset
 from tests.factories import annotators, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

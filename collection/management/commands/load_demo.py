@@ -5,8 +5,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from collection.lifecycle import study_start
 from collection.models import Study
-from collection.services import items_generate, study_plan, study_start, tokens_import
+from collection.pools import items_generate, tokens_import
+from collection.studies import study_plan
 
 DEMO_TOKENS = Path(__file__).resolve().parents[2] / "data" / "demo_tokens.csv"
 DEMO_SLUG = "demo"

@@ -7,22 +7,12 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from scoring.management.arguments import add_voter_model_arguments
 from scoring.services import simulation_run
 from scoring.simulation import DISTRIBUTIONS, METRICS, SimulationConfig
 
 _DEFAULTS = SimulationConfig()
 _LABELS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
-
-
-def add_voter_model_arguments(parser) -> None:
-    """The ranges of the §4.1 voter model: nonconformity σ* and oversight ε (the paper's defaults)."""
-    for name, default, symbol in (
-        ("nonconformity-min", _DEFAULTS.nonconformity_min, "σ* lower bound"),
-        ("nonconformity-max", _DEFAULTS.nonconformity_max, "σ* upper bound"),
-        ("oversight-min", _DEFAULTS.oversight_min, "ε lower bound"),
-        ("oversight-max", _DEFAULTS.oversight_max, "ε upper bound"),
-    ):
-        parser.add_argument(f"--{name}", type=float, default=default, help=symbol)
 
 
 class Command(BaseCommand):

@@ -8,18 +8,21 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 from django.test.utils import override_settings
 
+from collection.arrays import OUTCOME
 from collection.models import Ballot, Study
-from collection.services import (
-    NextReason,
-    annotator_consent,
-    annotator_for,
-    comparison_next_for,
-    vote_record,
-)
+from collection.voting import NextReason, annotator_consent, annotator_for, comparison_next_for, vote_record
 from common.errors import ServiceError
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
-from scoring.management.commands.simulate import add_voter_model_arguments
-from scoring.simulation import DISTRIBUTIONS, SimulationConfig, draw_voters, underlying_similarity
+from scoring.management.arguments import add_voter_model_arguments
+from scoring.simulation import (
+    DISTRIBUTIONS,
+    SimulationConfig,
+    draw_voters,
+    underlying_similarity,
+    voter_outcomes,
+)
+
+CHOICE_OF_OUTCOME = {outcome: choice for choice, outcome in OUTCOME.items()}
 
 _DEFAULTS = SimulationConfig()
 
@@ -117,7 +120,10 @@ class Command(BaseCommand):
                     continue
                 comparison = result.assignment.comparison
                 left, right = index_of[comparison.left_item_id], index_of[comparison.right_item_id]
-                choice = self._choice(voters, number, left, right, study.allow_ties, rng)
+                (outcome,) = voter_outcomes(
+                    voters, [number], [left], [right], rng, allow_ties=study.allow_ties
+                )
+                choice = CHOICE_OF_OUTCOME[outcome]
                 try:
                     vote_record(annotator=annotator, assignment_id=result.assignment.pk, choice=choice)
                 except ServiceError as exc:  # e.g. the ballot closed at its deadline meanwhile
@@ -146,19 +152,6 @@ class Command(BaseCommand):
             f"study {study.slug!r} is {study.status}"
             + (f", {study.ballots.count()} ballots" if study.status != Study.Status.FINISHED else "")
         )
-
-    @staticmethod
-    def _choice(voters, number, left_index, right_index, allow_ties, rng) -> str:
-        """The voter model's decision (§4.1): the higher opinion wins, except for an oversight."""
-        left = voters.opinions[number, left_index]
-        right = voters.opinions[number, right_index]
-        if left == right:
-            choice = "tie" if allow_ties else ("left" if rng.random() < 0.5 else "right")
-        else:
-            choice = "left" if left > right else "right"
-        if choice != "tie" and rng.random() < voters.oversight[number]:
-            choice = "right" if choice == "left" else "left"
-        return choice
 
     def _progress(self, study, votes: int, total: int) -> None:
         ballot = study.ballots.order_by("-number").first()

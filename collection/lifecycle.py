@@ -1,0 +1,322 @@
+"""The ballot state machine: start a study, open a ballot, close it, open the next or finish the study.
+
+    draft ──study_start──▶ ballot 1 open ──ballot_close──▶ ballot 2 open ─ … ─▶ ballot n_b closed: finished
+
+A ballot closes when its last comparison is voted (``collection.voting.vote_record`` asks for the close
+through ``ballot_close_request``), when a researcher closes it now (``study_close_current_ballot``), or
+when the sweep (Celery beat) finds it past its deadline or fully voted with its close never run. The
+close itself runs in the Celery task ``scoring.ballot_close`` (``collection.tasks``), after commit.
+The sweep also returns expired leases to the pool and sends again the jobs whose task was never sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from collection import arrays
+from collection.jobs import study_jobs_restart
+from collection.models import Assignment, Ballot, BallotItem, Comparison, Item, ItemScore, Study
+from collection.pools import require_no_job
+from collection.schedule import ballot_schedule
+from collection.studies import study_plan
+from common.errors import ServiceError, StudyStateError
+from common.tasks import enqueue_on_commit
+from scoring.borda import ballot_tallies, final_order, score_ballot, select_survivors
+
+logger = logging.getLogger(__name__)
+
+BALLOT_CLOSE_TASK = "scoring.ballot_close"  # the Celery name it has always had (queued messages carry it)
+# What closes a ballot whose closing task could not be sent (Celery beat, every SWEEP_SECONDS).
+BALLOT_CLOSE_RECOVERY = "the ballots sweep"
+
+
+# --- start and open ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def study_start(*, study: Study, now: datetime | None = None) -> Ballot:
+    """Freeze the plan and open ballot 1 with its schedule."""
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.status != Study.Status.DRAFT:
+        raise StudyStateError(f"the study is already {study.status}")
+    require_no_job(study, "start the study")
+    plan = study_plan(study=study)
+    study.appearances = plan.appearances  # a budget becomes the M it allows, frozen from now on
+    study.status = Study.Status.RUNNING
+    study.started_at = now or timezone.now()
+    study.save(update_fields=["appearances", "status", "started_at"])
+    indices = np.arange(plan.item_count)
+    return ballot_open(study=study, number=1, item_indices=indices, now=now)
+
+
+def ballot_open(*, study: Study, number: int, item_indices, now: datetime | None = None) -> Ballot:
+    """Create ballot ``number`` over the given items with its comparisons (call inside a transaction).
+
+    The schedule is drawn from ``numpy.random.default_rng([study.seed, number])``: re-running the
+    opening of a ballot (after a crash) draws the same comparisons.
+    """
+    now = now or timezone.now()
+    item_indices = np.asarray(item_indices, dtype=np.int64)
+    ids = arrays.item_ids(study_id=study.pk)
+    found = np.unique(item_indices[(item_indices >= 0) & (item_indices < ids.size)]).size
+    if found != item_indices.size:
+        raise ServiceError(f"ballot {number}: {item_indices.size - found} of its items do not exist")
+    rng = np.random.default_rng([study.seed, number])
+    local = ballot_schedule(item_indices.size, study.appearances, rng)
+    pairs = item_indices[local]
+    deadline = now + timedelta(hours=study.ballot_deadline_hours) if study.ballot_deadline_hours else None
+    ballot = Ballot.objects.create(
+        study=study, number=number, comparison_count=pairs.shape[0], deadline=deadline
+    )
+    BallotItem.objects.bulk_create(
+        [BallotItem(ballot=ballot, item_id=item_id) for item_id in ids[item_indices].tolist()],
+        batch_size=2000,
+    )
+    low = np.minimum(pairs[:, 0], pairs[:, 1])
+    high = np.maximum(pairs[:, 0], pairs[:, 1])
+    Comparison.objects.bulk_create(
+        [
+            Comparison(
+                ballot=ballot,
+                position=position,
+                left_item_id=left,
+                right_item_id=right,
+                pair_low=lo,
+                pair_high=hi,
+            )
+            for position, (left, right, lo, hi) in enumerate(
+                zip(
+                    ids[pairs[:, 0]].tolist(),
+                    ids[pairs[:, 1]].tolist(),
+                    low.tolist(),
+                    high.tolist(),
+                    strict=True,
+                )
+            )
+        ],
+        batch_size=2000,
+    )
+    if connection.vendor == "postgresql":
+        # Fresh statistics for the new rows: until autovacuum gets to them the planner takes the ballot
+        # for empty and the lease query (every GET next) scans and sorts every open comparison, 40-110 ms
+        # instead of 0.06 ms (RELIABILITY.md). ANALYZE samples the table: tens of milliseconds, once a ballot.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE collection_comparison")
+    logger.info("opened %s with %d items and %d comparisons", ballot, item_indices.size, pairs.shape[0])
+    return ballot
+
+
+# --- asking for a close --------------------------------------------------------------------------
+
+
+def ballot_close_request(*, ballot_id: int) -> None:
+    """Have the ballot closed by the Celery task once the current transaction commits.
+
+    Whatever happens to the message, what asked for it stands: a broker that is down is logged, and the
+    sweep closes the ballot (fully voted, or past the deadline set by a close-now) at its next run.
+    """
+    enqueue_on_commit(BALLOT_CLOSE_TASK, ballot_id, recovered_by=BALLOT_CLOSE_RECOVERY)
+
+
+@transaction.atomic
+def study_close_current_ballot(*, study: Study, now: datetime | None = None) -> Ballot:
+    """Ask for the open ballot to be closed now, with the votes it has (the task runs after commit).
+
+    The request is stored first, as a deadline of now: if the closing task cannot be sent, the sweep
+    closes the ballot at its next run, as it closes every ballot past its deadline.
+    """
+    now = now or timezone.now()
+    ballot = study.ballots.select_for_update().filter(status=Ballot.Status.OPEN).first()
+    if ballot is None:
+        raise StudyStateError(f"the study has no open ballot (it is {study.status})")
+    if ballot.deadline is None or ballot.deadline > now:
+        ballot.deadline = now
+        ballot.save(update_fields=["deadline"])
+    ballot_close_request(ballot_id=ballot.pk)
+    return ballot
+
+
+# --- the close -----------------------------------------------------------------------------------
+
+
+def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | None:
+    """Close a ballot: score it (Eq. 1, 5, 6), keep the survivors, open the next ballot or finish.
+
+    Idempotent and safe under races: the ballot row is locked (``SELECT … FOR UPDATE`` on PostgreSQL,
+    an IMMEDIATE transaction on SQLite) and a closed ballot is left alone, so two workers, or a rerun
+    after a crash half-way (whose transaction was rolled back), give the same rows and exactly one
+    next ballot. Comparisons not voted by then are cancelled, with their leases.
+    Returns the ballot, or None if it does not exist.
+    """
+    with transaction.atomic():
+        ballot = Ballot.objects.select_for_update().select_related("study").filter(pk=ballot_id).first()
+        if ballot is None:
+            logger.warning("ballot %s does not exist; nothing to close", ballot_id)
+            return None
+        if ballot.status == Ballot.Status.CLOSED:
+            return ballot
+        # The time is taken once the row is locked: a vote committed while this close waited for the
+        # lock must not be stamped after the close that counted it.
+        now = now or timezone.now()
+        study = ballot.study
+        item_ids = arrays.item_ids(study_id=study.pk)
+        item_count = item_ids.size
+        in_ballot_indices = arrays.ballot_item_indices(ballot_id=ballot.pk)
+        in_ballot = np.zeros(item_count, dtype=bool)
+        in_ballot[in_ballot_indices] = True
+
+        votes = arrays.ballot_votes(ballot_id=ballot.pk)
+        wins, ties, appearances = ballot_tallies(votes.left, votes.right, votes.outcome, item_count)
+        previous = None
+        if ballot.number > 1:
+            previous = arrays.ballot_scores(
+                study_id=study.pk, number=ballot.number - 1, item_count=item_count
+            )
+        scores = score_ballot(
+            ballot=ballot.number,
+            wins=wins,
+            ties=ties,
+            appearances=appearances,
+            previous_score=None if previous is None else previous.score,
+            previous_measured=None if previous is None else previous.measured,
+        )
+
+        last = ballot.number >= study.ballot_count
+        survivors = np.empty(0, dtype=np.int64)
+        if not last:
+            sizes = study_plan(study=study, item_count=item_count).sizes
+            survivors = np.sort(select_survivors(scores.score, in_ballot, sizes[ballot.number]))
+        survived = np.zeros(item_count, dtype=bool)
+        survived[survivors] = True
+
+        ItemScore.objects.bulk_create(
+            _item_scores(
+                ballot,
+                item_ids[in_ballot_indices],
+                in_ballot_indices,
+                scores,
+                wins,
+                ties,
+                appearances,
+                survived,
+            ),
+            batch_size=2000,
+        )
+        Assignment.objects.filter(comparison__ballot=ballot, status=Assignment.Status.ACTIVE).update(
+            status=Assignment.Status.CANCELLED
+        )
+        Comparison.objects.filter(ballot=ballot).exclude(status=Comparison.Status.VOTED).update(
+            status=Comparison.Status.CANCELLED, lease_expires_at=None
+        )
+        ballot.status = Ballot.Status.CLOSED
+        ballot.closed_at = now
+        ballot.rescale_slope = scores.rescale_slope if ballot.number > 1 else None
+        ballot.save(update_fields=["status", "closed_at", "rescale_slope"])
+        logger.info(
+            "closed %s: %d votes of %d comparisons, b = %.4f",
+            ballot,
+            len(votes),
+            ballot.comparison_count,
+            scores.rescale_slope,
+        )
+
+        if not last:
+            ballot_open(study=study, number=ballot.number + 1, item_indices=survivors, now=now)
+        else:
+            study_finish(study=study, item_ids=item_ids, now=now)
+        return ballot
+
+
+def _item_scores(ballot, item_ids, indices, scores, wins, ties, appearances, survived) -> list[ItemScore]:
+    """The rows of ``ItemScore`` for the items at ``indices`` (with database ids ``item_ids``)."""
+    columns = zip(
+        item_ids.tolist(),
+        wins[indices].astype(np.int64).tolist(),
+        ties[indices].astype(np.int64).tolist(),
+        appearances[indices].astype(np.int64).tolist(),
+        arrays.nullable(scores.win_ratio[indices]),
+        arrays.nullable(scores.rescaled_score[indices]),
+        arrays.nullable(scores.score[indices]),
+        scores.measured[indices].astype(np.int64).tolist(),
+        survived[indices].tolist(),
+        strict=True,
+    )
+    return [
+        ItemScore(
+            ballot=ballot,
+            item_id=item_id,
+            wins=item_wins,
+            ties=item_ties,
+            appearances=item_appearances,
+            win_ratio=win_ratio,
+            rescaled_score=rescaled_score,
+            score=score,
+            measured=measured,
+            survived=item_survived,
+        )
+        for item_id, item_wins, item_ties, item_appearances, win_ratio, rescaled_score, score, measured, item_survived in columns
+    ]
+
+
+def study_finish(*, study: Study, item_ids: np.ndarray, now: datetime) -> None:
+    """Store every item's final score ȳ, its last ballot and its place in the final ranking (Eq. 5),
+    and mark the study finished. Called by the close of the last ballot, inside its transaction."""
+    item_count = item_ids.size
+    score, last_ballot = arrays.latest_scores(study_id=study.pk, item_count=item_count)
+    order = final_order(score, last_ballot)
+    rank = np.empty(item_count, dtype=np.int64)
+    rank[order] = np.arange(1, item_count + 1)
+    Item.objects.bulk_update(
+        [
+            Item(pk=item_id, final_score=final_score, final_rank=final_rank, last_ballot=number or None)
+            for item_id, final_score, final_rank, number in zip(
+                item_ids.tolist(), arrays.nullable(score), rank.tolist(), last_ballot.tolist(), strict=True
+            )
+        ],
+        ["final_score", "final_rank", "last_ballot"],
+        batch_size=2000,
+    )
+    study.status = Study.Status.FINISHED
+    study.finished_at = now
+    study.save(update_fields=["status", "finished_at"])
+    logger.info("finished %s", study)
+
+
+# --- housekeeping (Celery beat) ------------------------------------------------------------------
+
+
+def leases_expire(*, now: datetime | None = None) -> int:
+    """Return comparisons whose lease ran out to the pool; returns how many assignments expired."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = Assignment.objects.filter(status=Assignment.Status.ACTIVE, expires_at__lte=now)
+        Comparison.objects.filter(status=Comparison.Status.LEASED, lease_expires_at__lte=now).update(
+            status=Comparison.Status.OPEN, lease_expires_at=None
+        )
+        return expired.update(status=Assignment.Status.EXPIRED)
+
+
+def ballots_sweep(*, now: datetime | None = None) -> dict:
+    """The housekeeping of the collection: expire leases, close the ballots past their deadline or
+    fully voted, send again the jobs whose task was never sent. Returns the counts, for the log."""
+    now = now or timezone.now()
+    expired = leases_expire(now=now)
+    due = Ballot.objects.filter(status=Ballot.Status.OPEN, deadline__lte=now).values_list("pk", flat=True)
+    complete = Ballot.objects.filter(
+        status=Ballot.Status.OPEN, votes_recorded__gte=F("comparison_count")
+    ).values_list("pk", flat=True)
+    closed = 0
+    for ballot_id in sorted(set(due) | set(complete)):
+        ballot_close(ballot_id=ballot_id, now=now)
+        closed += 1
+    return {
+        "leases_expired": expired,
+        "ballots_closed": closed,
+        "jobs_restarted": study_jobs_restart(now=now),
+    }
