@@ -65,6 +65,12 @@ class CsvParser(CSVParser):
 
 UPLOAD_PARSERS = [MultiPartParser, CsvParser]
 UPLOAD_REQUEST = {"multipart/form-data": CsvUploadSerializer, "text/csv": OpenApiTypes.BINARY}
+UPLOAD_RESPONSES = {
+    201: ImportReportSerializer,
+    400: error_response("The file has problems, listed by line in errors; nothing was imported."),
+    409: error_response("The study has started; its pools are frozen."),
+    413: error_response("The file is larger than 2 MiB."),
+}
 
 
 def uploaded_csv(request) -> bytes:
@@ -155,12 +161,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @extend_schema(
         summary="Import tokens from CSV (token, area[, rare]); all or nothing",
         request=UPLOAD_REQUEST,
-        responses={
-            201: ImportReportSerializer,
-            400: error_response("The file has problems, listed by line in errors; nothing was imported."),
-            409: error_response("The study has started; its pools are frozen."),
-            413: error_response("The file is larger than 2 MiB."),
-        },
+        responses=UPLOAD_RESPONSES,
     )
     @tokens.mapping.post
     def tokens_import(self, request, slug=None):
@@ -223,12 +224,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @extend_schema(
         summary="Replace the items by explicit pairs from CSV (token_a, token_b); all or nothing",
         request=UPLOAD_REQUEST,
-        responses={
-            201: ImportReportSerializer,
-            400: error_response("The file has problems, listed by line in errors; nothing was imported."),
-            409: error_response("The study has started; its pools are frozen."),
-            413: error_response("The file is larger than 2 MiB."),
-        },
+        responses=UPLOAD_RESPONSES,
     )
     @action(
         detail=True,

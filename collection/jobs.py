@@ -8,7 +8,7 @@ A job whose task was never sent is sent again by the ballots sweep.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.core.cache import cache
 from django.db import transaction
@@ -129,8 +129,5 @@ def study_job_done_count(job: StudyJob) -> int:
 
 def study_jobs_restart(*, now: datetime | None = None, stale_seconds: int = 60) -> int:
     """Send again the jobs still pending after ``stale_seconds`` (their task was never sent)."""
-    now = now or timezone.now()
-    pending = StudyJob.objects.filter(
-        status=StudyJob.Status.PENDING, created_at__lte=now - timedelta(seconds=stale_seconds)
-    ).values_list("pk", flat=True)
+    pending = StudyJob.stale_pending(now=now or timezone.now(), stale_seconds=stale_seconds)
     return enqueue_each(STUDY_JOB_TASK, pending, recovered_by="the next ballots sweep")

@@ -272,16 +272,20 @@ def study_finish(*, study: Study, item_ids: np.ndarray, now: datetime) -> None:
     order = final_order(score, last_ballot)
     rank = np.empty(item_count, dtype=np.int64)
     rank[order] = np.arange(1, item_count + 1)
-    Item.objects.bulk_update(
-        [
-            Item(pk=item_id, final_score=final_score, final_rank=final_rank, last_ballot=number or None)
-            for item_id, final_score, final_rank, number in zip(
-                item_ids.tolist(), arrays.nullable(score), rank.tolist(), last_ballot.tolist(), strict=True
-            )
-        ],
-        ["final_score", "final_rank", "last_ballot"],
-        batch_size=2000,
+    # One prepared UPDATE per item, sent as a batch: bulk_update would build a CASE of 990 branches per
+    # column, which took 0.3 s of the 0.8 s that the seven closes of the demo-sized study take.
+    rows = zip(
+        arrays.nullable(score),
+        rank.tolist(),
+        np.where(last_ballot > 0, last_ballot, None).tolist(),  # 0: never in a closed ballot
+        item_ids.tolist(),
+        strict=True,
     )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {Item._meta.db_table} SET final_score = %s, final_rank = %s, last_ballot = %s WHERE id = %s",
+            list(rows),
+        )
     study.status = Study.Status.FINISHED
     study.finished_at = now
     study.save(update_fields=["status", "finished_at"])

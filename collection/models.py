@@ -17,6 +17,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 
 from collection import limits
+from common.models import BackgroundWork
 
 
 def _new_completion_code() -> str:
@@ -597,7 +598,7 @@ class ItemScore(models.Model):
         return f"item {self.item_id} in ballot {self.ballot_id}: ȳ = {self.score}"
 
 
-class StudyJob(models.Model):
+class StudyJob(BackgroundWork):
     """A long operation on a study run as a Celery task (generating many items), with its outcome.
 
     While it runs, its progress is in the cache (``collection.jobs.study_job_done_count``): the task
@@ -607,27 +608,12 @@ class StudyJob(models.Model):
     class Kind(models.TextChoices):
         ITEMS_GENERATE = "items_generate", "generate items"
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     parameters = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     total = models.PositiveIntegerField(default=0, help_text="Units of work (items to make).")
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(BackgroundWork.Meta):
         constraints = [
             models.UniqueConstraint(
                 fields=["study"],
@@ -639,7 +625,3 @@ class StudyJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for study {self.study_id} ({self.status})"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -131,15 +131,22 @@ def entry(request, slug):
     study = get_object_or_404(Study, slug=slug)
     if request.method == "POST":
         return _consent(request, study)
-    participant_id = _participant_id(request.GET)
-    signature = request.GET.get(SIGNATURE_PARAMETER, "")
-    if too_long := _participant_id_problem(participant_id):
-        return _entry_page(request, study, None, link_error=too_long, status=400)
-    problem = _link_problem(request, study, participant_id, signature)
-    if problem:
-        return _entry_page(request, study, None, link_error=problem, status=403)
+    participant_id, signature, refused = _participant_of_link(request, study, request.GET)
+    if refused:
+        return refused
     annotator = annotator_from_request(request, study, participant_id=participant_id)
     return _entry_page(request, study, annotator, participant_id=participant_id, signature=signature)
+
+
+def _participant_of_link(request, study, data):
+    """(participant id, signature, None), or the entry page that refuses a bad link (400 or 403)."""
+    participant_id = _participant_id(data)
+    signature = data.get(SIGNATURE_PARAMETER, "")
+    if too_long := _participant_id_problem(participant_id):
+        return participant_id, signature, _entry_page(request, study, None, link_error=too_long, status=400)
+    if problem := _link_problem(request, study, participant_id, signature):
+        return participant_id, signature, _entry_page(request, study, None, link_error=problem, status=403)
+    return participant_id, signature, None
 
 
 def _consent(request, study):
@@ -148,13 +155,9 @@ def _consent(request, study):
     wait = page_wait_seconds(request, "join", throttles=(AddressThrottle,))
     if wait is not None:
         return _too_fast_page(request, study, wait, next_url=study.get_absolute_url())
-    participant_id = _participant_id(request.POST)
-    signature = request.POST.get(SIGNATURE_PARAMETER, "")
-    if too_long := _participant_id_problem(participant_id):
-        return _entry_page(request, study, None, link_error=too_long, status=400)
-    problem = _link_problem(request, study, participant_id, signature)
-    if problem:
-        return _entry_page(request, study, None, link_error=problem, status=403)
+    participant_id, signature, refused = _participant_of_link(request, study, request.POST)
+    if refused:
+        return refused
     if request.POST.get("consent") != "yes":
         annotator = annotator_from_request(request, study, participant_id=participant_id)
         error = "Tick the box to confirm that you agree to take part, then press Start."

@@ -15,7 +15,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from collection import admin as collection_admin
+from collection.admin.display import ReadOnlyAdmin, counted, sentence
+from collection.admin.study import StudyAdmin as CollectionStudyAdmin
 from collection.models import Study
 from common.errors import ServiceError
 from scoring.forms import SimulateForm
@@ -61,12 +62,12 @@ EXPORTS = (
 )
 
 
-class StudyAdmin(collection_admin.StudyAdmin):
+class StudyAdmin(CollectionStudyAdmin):
     """The collection's study admin with what scoring adds to the study's page: "Simulate this plan"
     and the simulations panel (refreshed while runs are in progress), the results and the exports."""
 
     change_form_template = "admin/scoring/study/change_form.html"
-    actions = (*collection_admin.StudyAdmin.actions, "simulate_plans")
+    actions = (*CollectionStudyAdmin.actions, "simulate_plans")
 
     def study_views(self):
         return [
@@ -112,7 +113,7 @@ class StudyAdmin(collection_admin.StudyAdmin):
                 else:
                     text = (
                         f"The simulation of the plan of “{study}” is queued "
-                        f"({collection_admin.counted(run.repetitions, 'repetition')}); its progress shows below."
+                        f"({counted(run.repetitions, 'repetition')}); its progress shows below."
                     )
                 self.message_user(request, text, messages.SUCCESS)
                 return redirect(self._change_url(study, "#simulations"))
@@ -144,7 +145,7 @@ class StudyAdmin(collection_admin.StudyAdmin):
         except ServiceError as exc:
             self.message_user(
                 request,
-                f"“{study}” cannot be simulated. {collection_admin.sentence(exc.message)}",
+                f"“{study}” cannot be simulated. {sentence(exc.message)}",
                 messages.ERROR,
             )
             return
@@ -155,7 +156,7 @@ class StudyAdmin(collection_admin.StudyAdmin):
                 'Simulation of the plan of “{}” ({}, {}): <a href="{}">{}</a>.',
                 study,
                 run.parameters.get("distribution", ""),
-                collection_admin.counted(run.repetitions, "repetition"),
+                counted(run.repetitions, "repetition"),
                 self._change_url(study, "#simulations"),
                 "done" if run.status == SimulationRun.Status.DONE else "queued",
             ),
@@ -238,7 +239,7 @@ class SimulationRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(ItemScore)
-class ItemScoreAdmin(admin.ModelAdmin):
+class ItemScoreAdmin(ReadOnlyAdmin):
     list_display = (
         "item",
         "study",
@@ -256,15 +257,6 @@ class ItemScoreAdmin(admin.ModelAdmin):
     list_select_related = ("ballot__study", "item__token_a", "item__token_b")
     search_fields = ("item__token_a__text", "item__token_b__text")
     ordering = ("ballot__study", "ballot__number", "-score")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="study", ordering="ballot__study")
     def study(self, score: ItemScore):

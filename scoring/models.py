@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
 import collection.models
+from common.models import BackgroundWork
 
 
 class ItemScore(collection.models.ItemScore):
@@ -17,31 +17,14 @@ class ItemScore(collection.models.ItemScore):
         proxy = True
 
 
-class SimulationRun(models.Model):
+class SimulationRun(BackgroundWork):
     """A simulation of a study's plan (§4), run as a Celery task with its progress stored here."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
 
     study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="simulations")
     parameters = models.JSONField()
     repetitions = models.PositiveIntegerField(default=20)
     seed = models.BigIntegerField(default=0)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     done = models.PositiveIntegerField(default=0)
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"simulation {self.pk} of study {self.study_id} ({self.status})"

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -107,10 +107,7 @@ def simulation_run(
 
 def simulations_restart(*, now: datetime | None = None, stale_seconds: int = 60) -> int:
     """Send again the simulations still pending after ``stale_seconds`` (their task was never sent)."""
-    now = now or timezone.now()
-    pending = SimulationRun.objects.filter(
-        status=SimulationRun.Status.PENDING, created_at__lte=now - timedelta(seconds=stale_seconds)
-    ).values_list("pk", flat=True)
+    pending = SimulationRun.stale_pending(now=now or timezone.now(), stale_seconds=stale_seconds)
     return enqueue_each(SIMULATION_RUN_TASK, pending, recovered_by="the next ballots sweep")
 
 

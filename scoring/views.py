@@ -16,17 +16,9 @@ from django.urls import NoReverseMatch, reverse
 
 from collection.models import Ballot, Study
 from common.csvexport import csv_download
+from scoring.exports import VOTE_COLUMNS, study_export_header, study_vote_rows
 from scoring.plots import rescaling_svg, scores_by_rank_svg
-from scoring.selectors import (
-    VOTE_COLUMNS,
-    annotator_stats,
-    ballot_rescaling,
-    scores_by_rank,
-    study_dataset,
-    study_export_header,
-    study_overview,
-    study_vote_rows,
-)
+from scoring.selectors import annotator_stats, ballot_rescaling, scores_by_rank, study_dataset, study_overview
 
 RANKING_TOP = 50
 

@@ -1,11 +1,9 @@
-"""The demo study and the simulated annotators."""
+"""The demo study."""
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 
-from collection.models import Study, Vote
-from metrics.correlation import weighted_spearman
-from tests.factories import make_study
+from collection.models import Study
 
 pytestmark = pytest.mark.django_db(transaction=True)  # ballots close in on-commit tasks
 
@@ -20,75 +18,3 @@ def test_the_demo_study_has_990_items_and_the_papers_plan(capsys):
     call_command("load_demo")
     assert Study.objects.filter(slug="demo").count() == 1
     assert "already exists" in capsys.readouterr().out
-
-
-def test_simulated_annotators_run_a_study_to_its_final_ranking(capsys):
-    study = make_study(tokens=8, ballot_count=3, appearances=6)  # 28 items
-    call_command(
-        "simulate_voters",
-        "--study",
-        study.slug,
-        "--voters",
-        "10",
-        "--distribution",
-        "exponential",
-        "--nonconformity-min",
-        "0.01",
-        "--nonconformity-max",
-        "0.02",
-        "--oversight-min",
-        "0",
-        "--oversight-max",
-        "0",
-    )
-    study.refresh_from_db()
-    assert study.status == Study.Status.FINISHED
-    total = sum(study.ballots.values_list("comparison_count", flat=True))
-    assert Vote.objects.filter(ballot__study=study).count() == total
-    assert f"{total} votes by 10 simulated annotators" in capsys.readouterr().out
-    assert sorted(study.items.values_list("final_rank", flat=True)) == list(range(1, 29))
-
-
-def test_a_nearly_noiseless_crowd_recovers_the_top_of_the_ranking():
-    # The simulated truth is a seeded permutation of exponential similarities; its top items must
-    # come out on top: ρ_w of the final ranking against |z| is high.
-    import numpy as np
-
-    from scoring.simulation import theoretical_ranks, underlying_similarity
-
-    study = make_study(tokens=10, ballot_count=3, appearances=8)  # 45 items
-    call_command(
-        "simulate_voters",
-        "--study",
-        study.slug,
-        "--voters",
-        "20",
-        "--distribution",
-        "exponential",
-        "--nonconformity-min",
-        "0.01",
-        "--nonconformity-max",
-        "0.02",
-        "--oversight-min",
-        "0",
-        "--oversight-max",
-        "0",
-        "--seed",
-        "3",
-    )
-    truth = theoretical_ranks(np.random.default_rng(3).permutation(underlying_similarity("exponential", 45)))
-    final = np.array(
-        [rank for _, rank in sorted(study.items.values_list("index", "final_rank"))], dtype=float
-    )
-    assert weighted_spearman(final, truth) > 0.8
-
-
-def test_it_stops_after_max_votes_and_refuses_studies_that_do_not_run(capsys):
-    study = make_study()
-    call_command("simulate_voters", "--study", study.slug, "--max-votes", "7", "--voters", "3")
-    assert Vote.objects.count() == 7
-    draft = make_study(start=False)
-    with pytest.raises(CommandError, match="is draft; start it first"):
-        call_command("simulate_voters", "--study", draft.slug)
-    with pytest.raises(CommandError, match="no study with slug 'nope'"):
-        call_command("simulate_voters", "--study", "nope")

@@ -1,0 +1,36 @@
+"""What the admin's pages share: numbers and messages in words, progress bars, read-only lists."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """The number with its noun: "1 item", "1,234 items"."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
+def sentence(text: str) -> str:
+    """A service's message as a sentence: capitalised, with a final full stop."""
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def progress_bar(done: int, total: int) -> str:
+    percent = round(100 * done / total) if total else 0
+    return format_html('<progress value="{}" max="{}">{}%</progress>', done, total or 1, percent)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Lists and detail pages only: these rows change through the protocol, never by hand."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,181 @@
+"""Read-only lists of the rows the protocol writes: pools, ballots, annotators, votes and the trail of
+study changes. They change through the protocol, never by hand."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Count
+from django.utils.html import format_html
+
+from collection.admin.display import ReadOnlyAdmin, progress_bar
+from collection.models import Annotator, Ballot, Item, SemanticArea, StudyChange, Token, Vote
+from collection.selectors import areas_with_totals
+
+
+class AreaFilter(admin.SimpleListFilter):
+    """Semantic areas, limited to the study chosen in the study filter (area names repeat across studies)."""
+
+    title = "semantic area"
+    parameter_name = "area"
+
+    def lookups(self, request, model_admin):
+        areas = SemanticArea.objects.select_related("study").order_by("study__name", "name")
+        study_id = request.GET.get("study__id__exact", "")
+        if study_id.isdigit():
+            return [(str(area.pk), area.name) for area in areas.filter(study_id=study_id)]
+        return [(str(area.pk), f"{area.name} ({area.study.name})") for area in areas]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value and value.isdigit():
+            return queryset.filter(area_id=value)
+        return queryset
+
+
+@admin.register(StudyChange)
+class StudyChangeAdmin(ReadOnlyAdmin):
+    """The audit trail of every study: settings changed after the start, never edited."""
+
+    list_display = (
+        "changed_at",
+        "study",
+        "setting",
+        "old_shown",
+        "new_shown",
+        "username",
+        "channel",
+        "study_status",
+    )
+    list_filter = ("channel", "study_status", "setting", "study")
+    search_fields = ("study__name", "study__slug", "username", "setting")
+    list_select_related = ("study",)
+    date_hierarchy = "changed_at"
+
+    @admin.display(description="from")
+    def old_shown(self, change: StudyChange) -> str:
+        return change.old_shown
+
+    @admin.display(description="to")
+    def new_shown(self, change: StudyChange) -> str:
+        return change.new_shown
+
+
+# --- pools, ballots, annotators and votes: read-only ---------------------------------------------
+
+
+@admin.register(SemanticArea)
+class SemanticAreaAdmin(ReadOnlyAdmin):
+    list_display = ("name", "study", "token_total", "item_total")
+    list_filter = ("study",)
+    search_fields = ("name",)
+    list_select_related = ("study",)
+
+    def get_queryset(self, request):
+        return areas_with_totals(super().get_queryset(request))
+
+    @admin.display(description="tokens", ordering="token_total")
+    def token_total(self, area):
+        return area.token_total
+
+    @admin.display(description="items", ordering="item_total")
+    def item_total(self, area):
+        return area.item_total
+
+
+@admin.register(Token)
+class TokenAdmin(ReadOnlyAdmin):
+    list_display = ("text", "area", "rare", "study")
+    list_filter = ("study", AreaFilter, "rare")
+    search_fields = ("text",)
+    list_select_related = ("area", "study")
+
+
+@admin.register(Item)
+class ItemAdmin(ReadOnlyAdmin):
+    list_display = ("index", "__str__", "area", "study", "final_rank", "final_score", "last_ballot")
+    list_display_links = ("index", "__str__")
+    list_filter = ("study", AreaFilter, "last_ballot")
+    search_fields = ("token_a__text", "token_b__text")
+    list_select_related = ("token_a", "token_b", "area", "study")
+    ordering = ("study", "final_rank", "index")
+
+
+@admin.register(Ballot)
+class BallotAdmin(ReadOnlyAdmin):
+    list_display = (
+        "__str__",
+        "status",
+        "item_total",
+        "progress",
+        "opened_at",
+        "deadline",
+        "closed_at",
+        "rescale_slope",
+    )
+    list_filter = ("status", "study")
+    list_select_related = ("study",)
+    exclude = ("items",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(item_total=Count("items"))
+
+    @admin.display(description="items", ordering="item_total")
+    def item_total(self, ballot):
+        return f"{ballot.item_total:,}"
+
+    @admin.display(description="votes / comparisons")
+    def progress(self, ballot):
+        return format_html(
+            "{} {} / {}",
+            progress_bar(ballot.votes_recorded, ballot.comparison_count),
+            f"{ballot.votes_recorded:,}",
+            f"{ballot.comparison_count:,}",
+        )
+
+
+@admin.register(Annotator)
+class AnnotatorAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "study", "vote_total", "consented_at", "created_at")
+    list_filter = ("study",)
+    search_fields = ("participant_id", "user__username")
+    list_select_related = ("study", "user")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(vote_total=Count("votes"))
+
+    @admin.display(description="votes", ordering="vote_total")
+    def vote_total(self, annotator):
+        return annotator.vote_total
+
+
+@admin.register(Vote)
+class VoteAdmin(ReadOnlyAdmin):
+    list_display = (
+        "pk",
+        "study",
+        "ballot_number",
+        "annotator",
+        "left_item",
+        "right_item",
+        "choice",
+        "response_ms",
+        "created_at",
+    )
+    list_filter = ("choice", "ballot__study")
+    search_fields = ("annotator__participant_id",)
+    list_select_related = (
+        "ballot__study",
+        "annotator__user",
+        "left_item__token_a",
+        "left_item__token_b",
+        "right_item__token_a",
+        "right_item__token_b",
+    )
+
+    @admin.display(description="study", ordering="ballot__study")
+    def study(self, vote):
+        return vote.ballot.study
+
+    @admin.display(description="ballot k", ordering="ballot__number")
+    def ballot_number(self, vote):
+        return vote.ballot.number

@@ -1,0 +1,264 @@
+"""The study's admin: the list, the settings form (saved through ``study_create`` and ``study_update``),
+deletion of drafts, the study's page with its panels, and the list's actions."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.html import format_html
+
+from collection.admin.display import progress_bar, sentence
+from collection.admin.study_pages import StudyPages
+from collection.forms import StudyAdminForm
+from collection.jobs import study_job_done_count
+from collection.models import Ballot, Study, StudyChange
+from collection.selectors import studies_with_progress, study_job_shown, study_pools, study_progress
+from collection.studies import (
+    STUDY_SETTINGS,
+    study_create,
+    study_deletable,
+    study_delete,
+    study_plan,
+    study_settings_frozen,
+    study_update,
+)
+from common.errors import ServiceError
+from scoring.plan import BUDGET_RULE, budget_derivation
+
+RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
+
+
+@admin.register(Study)
+class StudyAdmin(StudyPages, admin.ModelAdmin):
+    form = StudyAdminForm
+    change_form_template = "admin/collection/study/change_form.html"
+    list_display = ("name", "slug", "status", "item_count", "current_ballot", "created_at")
+    list_filter = ("status", "allow_ties", "created_at")
+    search_fields = ("name", "slug", "question")
+    save_on_top = True
+    view_on_site = False  # the panel links the annotators' page, the results and the exports
+    actions = ("start_studies", "close_current_ballots", "duplicate_studies")
+
+    # --- lists and forms
+
+    def get_queryset(self, request):
+        return studies_with_progress(super().get_queryset(request))
+
+    @admin.display(description="items", ordering="item_total")
+    def item_count(self, study: Study) -> str:
+        return f"{study.item_total:,}"
+
+    @admin.display(description="current ballot")
+    def current_ballot(self, study: Study) -> str:
+        if study.open_ballot_number is None:
+            if study.status == Study.Status.RUNNING:
+                return "closing a ballot"
+            return "not started" if study.is_draft else "finished"
+        return format_html(
+            "{} ballot {} of {}: {} of {} votes",
+            progress_bar(study.open_ballot_votes, study.open_ballot_comparisons),
+            study.open_ballot_number,
+            study.ballot_count,
+            f"{study.open_ballot_votes:,}",
+            f"{study.open_ballot_comparisons:,}",
+        )
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = [
+            (
+                "Question and instructions",
+                {"fields": ("name", "slug", "question", "instructions")},
+            ),
+            (
+                "Plan",
+                {
+                    "fields": (
+                        ("ballot_count", "keep_fraction"),
+                        ("appearances", "comparison_budget"),
+                        "seconds_per_comparison",
+                        "seed",
+                    ),
+                    "description": (
+                        "n_b ballots; after each, the fraction α of the items with the best scores goes on to "
+                        "the next (Eq. 2). Give M, the appearances of every item in every ballot, or a "
+                        f"comparison budget from which M is derived: {BUDGET_RULE}. "
+                        "The plan is frozen when the study starts."
+                    ),
+                },
+            ),
+            (
+                "Annotators",
+                {
+                    "fields": (
+                        "allow_ties",
+                        "lease_seconds",
+                        "votes_per_annotator_per_ballot",
+                        "ballot_deadline_hours",
+                        "completion_redirect_url",
+                        "completion_code",
+                        "require_signed_links",
+                    )
+                },
+            ),
+            ("Evaluation of models", {"fields": ("minimum_coverage", "relevant_top_k")}),
+        ]
+        if obj is not None:
+            fieldsets.append(("Record", {"fields": RECORD_FIELDS}))
+        return fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        # What the study's state freezes, by the services' rules (the API refuses the same with 409).
+        frozen = study_settings_frozen(status=obj.status) if obj is not None else ()
+        return RECORD_FIELDS + frozen
+
+    def get_prepopulated_fields(self, request, obj=None):
+        return {"slug": ("name",)} if obj is None else {}
+
+    def save_model(self, request, obj, form, change):
+        # Through the services: they check the state on the locked row and record a started study's changes.
+        if change:
+            changes = {
+                name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data
+            }
+            saved = study_update(
+                study=obj, changes=changes, user=request.user, channel=StudyChange.Channel.ADMIN
+            )
+        else:
+            values = {name: form.cleaned_data[name] for name in form.fields if name in form.cleaned_data}
+            saved = study_create(values=values, user=request.user)
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+        obj._state.adding = False
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ServiceError as exc:  # the study changed state between the form's check and the save
+            self.message_user(request, f"Nothing was saved. {sentence(exc.message)}", messages.ERROR)
+            return redirect(request.get_full_path())
+
+    # --- deletion: drafts only
+
+    def delete_model(self, request, obj):
+        study_delete(study=obj)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ServiceError as exc:  # started between the confirmation page and the deletion
+            self.message_user(request, f"Nothing was deleted. {sentence(exc.message)}", messages.ERROR)
+            return redirect(reverse("admin:collection_study_change", args=[unquote(object_id)]))
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or study_deletable(obj))
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        # The bulk delete would not ask whether a study is a draft; a draft is deleted from its own page.
+        actions.pop("delete_selected", None)
+        return actions
+
+    def get_deleted_objects(self, objs, request):
+        # A draft's areas, tokens and items go with it; their admins refuse deletion one by one
+        # (it would break the item numbering), which must not block deleting the whole study.
+        deleted, model_count, _perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), protected
+
+    # --- the change page
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        study = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if study is not None:
+            context.update(self._study_panels(request, study))
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def _study_panels(self, request, study: Study) -> dict:
+        """The panels of the study's page: plan, ballots, pools, links and changes."""
+        context = {"study": study, **self._plan_context(study), **study_pools(study=study)}
+        progress = study_progress(study=study)
+        context["ballots"] = progress
+        context["open_ballot"] = next((b for b in progress if b["status"] == Ballot.Status.OPEN), None)
+        job = study_job_shown(study=study)
+        if job is not None:
+            done = study_job_done_count(job)
+            context["job"] = {
+                "job": job,
+                "done": done,
+                "percent": round(100 * done / job.total) if job.total else 0,
+            }
+        entry = study.get_absolute_url()
+        context["entry_url"] = request.build_absolute_uri(entry)
+        context.update(self._changes_context(study))
+        return context
+
+    @staticmethod
+    def _changes_context(study: Study) -> dict:
+        """The audit trail of a started study, and what its state freezes, with the reasons."""
+        frozen: dict[str, list[str]] = {}
+        for name in study_settings_frozen(status=study.status):
+            frozen.setdefault(STUDY_SETTINGS[name].frozen_because, []).append(STUDY_SETTINGS[name].label)
+        return {
+            "study_changes": [] if study.is_draft else list(study.changes.all()),
+            "frozen_settings": [(", ".join(labels), reason) for reason, labels in frozen.items()],
+        }
+
+    def _plan_context(self, study: Study) -> dict:
+        try:
+            plan = study_plan(study=study)
+        except ServiceError as exc:
+            return {"plan": None, "plan_error": exc.message}
+        rows = []
+        for k, (size, comparisons) in enumerate(zip(plan.sizes, plan.comparisons, strict=True), start=1):
+            rows.append(
+                {
+                    "number": k,
+                    "items": f"{size:,}",
+                    "survivors": f"{plan.sizes[k]:,}" if k < plan.ballot_count else "final ranking",
+                    "comparisons": f"{comparisons:,}",
+                }
+            )
+        return {
+            "plan": plan,
+            "plan_rows": rows,
+            "plan_total": f"{plan.total_comparisons:,}",
+            "plan_item_count": f"{plan.item_count:,}",
+            "plan_appearances_source": self._appearances_source(study, plan),
+            "plan_uniform": f"{plan.uniform_appearances:.1f}",
+            "plan_cost_hours": f"{plan.cost_seconds / 3600:,.1f}",
+            "plan_cost_formula": (
+                f"{plan.total_comparisons:,} comparisons × {plan.seconds_per_comparison:g} s"
+            ),
+        }
+
+    @staticmethod
+    def _appearances_source(study: Study, plan) -> str:
+        budget = study.comparison_budget
+        if study.appearances and budget:
+            if study.is_draft:
+                return "as given; the comparison budget is not used while M is set"
+            return f"derived from the budget of {budget:,} comparisons when the study started"
+        if study.appearances:
+            return "as given"
+        return f"derived from the budget of {budget:,} comparisons: {budget_derivation(budget, plan.sizes)}"
+
+    # --- the list's actions
+
+    @admin.action(description="Start the selected studies (open ballot 1)", permissions=["change"])
+    def start_studies(self, request, queryset):
+        for study in queryset:
+            self._start(request, study)
+
+    @admin.action(description="Close the current ballot of the selected studies now", permissions=["change"])
+    def close_current_ballots(self, request, queryset):
+        for study in queryset:
+            self._close_current_ballot(request, study)
+
+    @admin.action(
+        description="Duplicate the selected studies (same items and plan, no votes)", permissions=["add"]
+    )
+    def duplicate_studies(self, request, queryset):
+        for study in queryset:
+            self._duplicate(request, study)

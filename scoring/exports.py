@@ -1,0 +1,127 @@
+"""Selectors of the exports: every vote as CSV rows, and the study part of the JSON dataset.
+
+The dataset itself is ``scoring.selectors.study_dataset``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from collection.models import Annotator, Item, Study, Vote
+from scoring.selectors import study_overview
+
+VOTE_COLUMNS = (
+    "vote_id",
+    "ballot",
+    "comparison_position",
+    "annotator_id",
+    "annotator",
+    "left_item_id",
+    "left_token_a",
+    "left_token_b",
+    "right_item_id",
+    "right_token_a",
+    "right_token_b",
+    "choice",
+    "chosen_item_id",
+    "response_ms",
+    "client_response_ms",
+    "created_at",
+)
+
+
+def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
+    """Every vote of the study in the order recorded, one list of cells per ``VOTE_COLUMNS``.
+
+    Streams from the database in chunks, so memory does not grow with the number of votes.
+    """
+    labels = {
+        annotator.pk: str(annotator)
+        for annotator in Annotator.objects.filter(study=study).select_related("user")
+    }
+    tokens = {
+        item_id: (token_a, token_b)
+        for item_id, token_a, token_b in Item.objects.filter(study=study).values_list(
+            "id", "token_a__text", "token_b__text"
+        )
+    }
+    votes = (
+        Vote.objects.filter(ballot__study=study)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "ballot__number",
+            "comparison__position",
+            "annotator_id",
+            "left_item_id",
+            "right_item_id",
+            "choice",
+            "response_ms",
+            "client_response_ms",
+            "created_at",
+        )
+    )
+    for pk, ballot, position, annotator_id, left, right, choice, response, client, created in votes.iterator(
+        chunk_size=chunk_size
+    ):
+        chosen = left if choice == "left" else right if choice == "right" else None
+        yield [
+            pk,
+            ballot,
+            position,
+            annotator_id,
+            labels[annotator_id],
+            left,
+            *tokens[left],
+            right,
+            *tokens[right],
+            choice,
+            chosen,
+            response,
+            client,
+            created.isoformat(),
+        ]
+
+
+def study_export_header(*, study: Study) -> dict:
+    """The study part of the JSON export: name, slug, question, plan, status, dates and ballots."""
+    overview = study_overview(study=study)
+
+    def iso(moment) -> str | None:
+        return moment.isoformat() if moment else None
+
+    return {
+        "name": study.name,
+        "slug": study.slug,
+        "question": study.question,
+        "allow_ties": study.allow_ties,
+        "status": study.status,
+        "plan": {
+            "ballot_count": study.ballot_count,
+            "keep_fraction": study.keep_fraction,
+            "appearances": study.appearances,
+            "comparison_budget": study.comparison_budget,
+            "item_count": overview.item_count,
+            "ballot_sizes": overview.plan["sizes"] if overview.plan else None,
+            "comparisons": overview.plan["comparisons"] if overview.plan else None,
+            "total_comparisons": overview.plan["total_comparisons"] if overview.plan else None,
+        },
+        "created_at": iso(study.created_at),
+        "started_at": iso(study.started_at),
+        "finished_at": iso(study.finished_at),
+        "annotators": overview.voter_count,
+        "votes": overview.vote_count,
+        "ballots": [
+            {
+                "number": ballot["number"],
+                "status": ballot["status"],
+                "items": ballot["items"],
+                "comparisons": ballot["comparisons"],
+                "votes": ballot["votes"],
+                "rescale_slope": ballot["rescale_slope"],
+                "opened_at": iso(ballot["opened_at"]),
+                "closed_at": iso(ballot["closed_at"]),
+            }
+            for ballot in overview.ballots
+        ],
+    }
