@@ -7,8 +7,6 @@ is ``{"detail": message}``, with ``"errors"`` listing the first offending rows o
 
 from __future__ import annotations
 
-import io
-
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -16,7 +14,7 @@ from rest_framework import status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, NotFound, ValidationError
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -26,13 +24,16 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from collection.models import Study
-from common.api import error_response
+from common.api import error_response, get_or_404
 from common.csvexport import csv_text
 from common.errors import ServiceError, StudyStateError
-from common.parsers import JSONParser, RequestTooLarge
+from common.parsers import JSONParser
 from common.throttling import AddressThrottle, UserThrottle, login_lockout
 from metrics import services
+from metrics.figures import DEFAULT_WEIGHT_OFFSET
+from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
+from metrics.selectors import items_for_model_owners, submissions_of
 from metrics.serializers import (
     AnnotatorViewSerializer,
     AuthTokenResponseSerializer,
@@ -67,18 +68,18 @@ class MetricsErrors:
 
 
 def _study_or_404(slug: str) -> Study:
-    study = Study.objects.filter(slug=slug).first()
-    if study is None:
-        raise NotFound(f"there is no study {slug!r}; /models/ lists the finished studies")
-    return study
+    return get_or_404(
+        Study.objects, f"there is no study {slug!r}; /models/ lists the finished studies", slug=slug
+    )
 
 
 def _own_submission(request, submission_id: int) -> Submission:
     # The same answer for an unknown id and another owner's: nothing about others' submissions leaks.
-    submission = services.submissions_of(owner=request.user).filter(pk=submission_id).first()
-    if submission is None:
-        raise NotFound(f"submission {submission_id} is not one of yours; GET /api/submissions/ lists yours")
-    return submission
+    return get_or_404(
+        submissions_of(owner=request.user),
+        f"submission {submission_id} is not one of yours; GET /api/submissions/ lists yours",
+        pk=submission_id,
+    )
 
 
 def _require_finished(study: Study) -> None:
@@ -131,25 +132,17 @@ class TokenObtainView(ObtainAuthToken):
 # --- uploads ---------------------------------------------------------------------------------------
 
 
-def _too_large(size: int) -> str:
-    limit = services.MAX_SUBMISSION_BYTES
-    return f"the file is {size:,} bytes; the limit is {limit:,} bytes (5 MiB)"
-
-
 class SubmissionJSONParser(JSONParser):
     """JSON of at most 5 MiB; NaN and Infinity reach the service, which names their rows."""
 
     strict = False
+    max_bytes = services.MAX_SUBMISSION_BYTES
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        limit = services.MAX_SUBMISSION_BYTES
-        body = stream.read(limit + 1)
-        if len(body) > limit:
-            raise RequestTooLarge(
-                f"the request body is larger than {limit:,} bytes (5 MiB); send fewer rows per model, "
-                "or scores by item id, which take less space than token pairs"
-            )
-        return super().parse(io.BytesIO(body), media_type, parser_context)
+    def too_large(self, size: int) -> str:
+        return (
+            f"the request body is larger than {self.limit():,} bytes (5 MiB); send fewer rows per model, "
+            "or scores by item id, which take less space than token pairs"
+        )
 
 
 def _submitted(request) -> dict:
@@ -161,15 +154,14 @@ def _submitted(request) -> dict:
                 "no file received: send the CSV as the multipart form field 'file' "
                 "(with model_name), or send JSON with model_name and scores"
             )
-        if upload.size > services.MAX_SUBMISSION_BYTES:
-            raise ServiceError(_too_large(upload.size), status=413)
+        data = services.scores_file_read(upload)
         serializer = SubmissionUploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fields = serializer.validated_data
         return {
             "model_name": fields["model_name"],
             "description": fields["description"],
-            "data": upload.read(),
+            "data": data,
             "source_format": "csv",
         }
     serializer = SubmissionCreateSerializer(data=request.data)
@@ -206,7 +198,7 @@ class PairsView(MetricsErrors, GenericAPIView):
         },
     )
     def get(self, request, slug: str):
-        items = services.items_for_model_owners(study=_study_or_404(slug))
+        items = items_for_model_owners(study=_study_or_404(slug))
         page = self.paginate_queryset(items)
         return self.get_paginated_response(PairSerializer(page, many=True).data)
 
@@ -272,7 +264,7 @@ class SubmissionListView(MetricsErrors, GenericAPIView):
         responses={200: SubmissionSerializer(many=True), **OWNER_ERRORS},
     )
     def get(self, request):
-        page = self.paginate_queryset(services.submissions_of(owner=request.user))
+        page = self.paginate_queryset(submissions_of(owner=request.user))
         return self.get_paginated_response(SubmissionSerializer(page, many=True).data)
 
 
@@ -282,7 +274,7 @@ def _default_evaluation(submission: Submission) -> dict | None:
         return None
     evaluation = services.evaluation_for(
         submission=submission,
-        weight_offset=services.DEFAULT_WEIGHT_OFFSET,
+        weight_offset=DEFAULT_WEIGHT_OFFSET,
         top_k=submission.study.default_top_k(len(submission.scores)),
     )
     return services.public_result(evaluation.result)
@@ -443,7 +435,7 @@ class LeaderboardView(MetricsErrors, APIView):
         query = LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         metric, weight_offset = query.validated_data["metric"], query.validated_data["n0"]
-        board = services.leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
+        board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
         response = Response(LeaderboardSerializer(board).data)
         if request.accepted_renderer.format == "csv":
             filename = f"{study.slug}-leaderboard-{metric}-n0-{weight_offset:g}.csv"
@@ -470,4 +462,4 @@ class AnnotatorsView(MetricsErrors, APIView):
     def get(self, request, slug: str):
         study = _study_or_404(slug)
         _require_finished(study)
-        return Response(AnnotatorViewSerializer(services.annotator_view(study=study)).data)
+        return Response(AnnotatorViewSerializer(annotator_view(study=study)).data)

@@ -1,12 +1,13 @@
-"""The instrument card of a study as a datasheet a reviewer can read (Welty et al., "Metrology for AI", §5).
+"""The instrument card of a study as a document a reviewer can read (Welty et al., "Metrology for AI", §5).
 
-``card_document`` turns the dict of ``metrics.services.instrument_card`` into sections of plain
-blocks (paragraphs, facts, lists, tables, quotes, figures); ``card_markdown`` writes them as
-Markdown and ``templates/metrics/card.html`` as HTML, so the download and the page say the same.
+``card_document`` turns the dict of ``metrics.instrument.instrument_card`` into titled sections of plain
+blocks (paragraphs, facts, lists, tables, quotes, figures), in the order of Welty §5: what the card
+says. ``metrics.card_render`` writes the document as Markdown and draws its figures for the page
+(``templates/metrics/card.html``), so the download and the page say the same.
 
-No Django here: the standard library, numpy and the pure SVG plots of ``scoring.plots``. Numbers
-are shown with three or four significant digits; a value that was not measured (None, NaN) is
-written "not measured", never "nan".
+PURE module: the standard library only. Numbers are shown with three or four significant digits; a
+value that was not measured (None, NaN) is written "not measured", never "nan". The module is long
+because it holds the card's text: nine sections of prose, one function each.
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import ClassVar
-
-import numpy as np
-
-from scoring.plots import PALETTE, Line, Series, scatter_svg
 
 __all__ = [
     "NOT_MEASURED",
@@ -34,13 +31,11 @@ __all__ = [
     "Section",
     "Table",
     "card_document",
-    "card_markdown",
     "count",
     "fixed",
     "number",
+    "finite",
     "percent",
-    "precision_svg",
-    "resolution_svg",
 ]
 
 NOT_MEASURED = "not measured"
@@ -50,13 +45,13 @@ CHANCE_PAPER = (
     "Lombardo 2025, “Standardization of Weighted Ranking Correlation Coefficients”, arXiv 2504.08428"
 )
 AGREEMENT_THRESHOLDS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
-CURVE_POINTS = 600  # the resolution plot thins longer curves to this many points
 
 
 # --- numbers ---------------------------------------------------------------------------------------
 
 
-def _finite(value) -> float | None:
+def finite(value) -> float | None:
+    """``value`` as a float, or None when it is None, a bool, not a number, NaN or infinite."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -69,7 +64,7 @@ def _finite(value) -> float | None:
 def number(value, digits: int = 3) -> str:
     """``value`` with ``digits`` significant digits in fixed notation (0.110, 1.00, 1008, -0.308);
     "not measured" for None and non-finite values."""
-    value = _finite(value)
+    value = finite(value)
     if value is None:
         return NOT_MEASURED
     if value == 0:
@@ -81,25 +76,25 @@ def number(value, digits: int = 3) -> str:
 
 def count(value) -> str:
     """A whole number with thousands separators (61,425); "not measured" for None."""
-    value = _finite(value)
+    value = finite(value)
     return NOT_MEASURED if value is None else f"{round(value):,}"
 
 
 def fixed(value, decimals: int = 3) -> str:
     """``value`` with a fixed number of decimals (scores and their bounds in tables)."""
-    value = _finite(value)
+    value = finite(value)
     return NOT_MEASURED if value is None else f"{value:.{decimals}f}"
 
 
 def _setting(value) -> str:
     """A parameter as it was set: 0.5, 2, 6 (no padding to significant digits)."""
-    value = _finite(value)
+    value = finite(value)
     return NOT_MEASURED if value is None else f"{value:g}"
 
 
 def _amount(value) -> str:
     """A count that may be a mean or a median: whole values without decimals (28, 27.5)."""
-    value = _finite(value)
+    value = finite(value)
     if value is None:
         return NOT_MEASURED
     return count(value) if value.is_integer() else number(value)
@@ -107,14 +102,14 @@ def _amount(value) -> str:
 
 def percent(share, decimals: int = 1) -> str:
     """A share in [0, 1] as a percentage (0.938 → "93.8%")."""
-    share = _finite(share)
+    share = finite(share)
     return NOT_MEASURED if share is None else f"{100 * share:.{decimals}f}%"
 
 
 def _plus_minus(mean, sd) -> str:
-    if _finite(mean) is None:
+    if finite(mean) is None:
         return NOT_MEASURED
-    return f"{number(mean)} ± {number(sd)}" if _finite(sd) is not None else number(mean)
+    return f"{number(mean)} ± {number(sd)}" if finite(sd) is not None else number(mean)
 
 
 def _date(iso: str | None, zone: bool = True) -> str:
@@ -127,14 +122,14 @@ def _date(iso: str | None, zone: bool = True) -> str:
 
 
 def _milliseconds(value) -> str:
-    value = _finite(value)
+    value = finite(value)
     if value is None:
         return NOT_MEASURED
     return f"{value:.0f} ms" if value < 1000 else f"{number(value / 1000)} s"
 
 
 def _duration(seconds) -> str:
-    seconds = _finite(seconds)
+    seconds = finite(seconds)
     if seconds is None:
         return NOT_MEASURED
     if seconds < 120:
@@ -241,13 +236,11 @@ class CardDocument:
 # --- the document ----------------------------------------------------------------------------------
 
 
-def card_document(
-    card: Mapping, *, item_labels: Mapping[int, str] | None = None, plots: bool = False
-) -> CardDocument:
+def card_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> CardDocument:
     """The card as titled sections of blocks, in the order of Welty §5.
 
     ``item_labels`` maps item indices to their tokens ("cat – dog") for the per-item table (without
-    them items are named by index); ``plots`` draws the two figures as SVG (for the page).
+    them items are named by index). Its figures are named and captioned; ``metrics.card_render`` draws them.
     """
     study = card.get("study") or {}
     status = study.get("status", "")
@@ -266,10 +259,10 @@ def card_document(
     sections = (
         _procedure(card),
         _principle(card),
-        _precision(card, labels, plots),
+        _precision(card, labels),
         _repeatability(card),
         _reproducibility(card),
-        _resolution(card, plots),
+        _resolution(card),
         _chance(card),
         _citation(card),
         _changes(card),
@@ -463,7 +456,7 @@ def _principle(card: Mapping) -> Section:
     return Section("principle", "2. Principle of measurement", "Welty §5.2", tuple(blocks))
 
 
-def _precision(card: Mapping, labels: Mapping[int, str], plots: bool) -> Section:
+def _precision(card: Mapping, labels: Mapping[int, str]) -> Section:
     precision = card.get("precision")
     blocks: list = [
         Paragraph(
@@ -498,7 +491,7 @@ def _precision(card: Mapping, labels: Mapping[int, str], plots: bool) -> Section
             )
         )
     )
-    median_sd = _finite(quartiles["median"]) if quartiles else None
+    median_sd = finite(quartiles["median"]) if quartiles else None
     if median_sd is not None:
         blocks.append(
             Paragraph(
@@ -514,7 +507,6 @@ def _precision(card: Mapping, labels: Mapping[int, str], plots: bool) -> Section
         Figure(
             "precision",
             "SD of ȳ against ȳ for every item: the precision of each score.",
-            precision_svg(card) if plots else "",
         )
     )
     order = sorted(items, key=_by_score_descending)
@@ -528,7 +520,7 @@ def _precision(card: Mapping, labels: Mapping[int, str], plots: bool) -> Section
                     fixed(row.get("score"), 4),
                     number(row.get("sd")),
                     f"{fixed(row.get('lower'))} to {fixed(row.get('upper'))}"
-                    if _finite(row.get("lower")) is not None
+                    if finite(row.get("lower")) is not None
                     else NOT_MEASURED,
                 )
                 for position, row in enumerate(order, start=1)
@@ -542,7 +534,7 @@ def _precision(card: Mapping, labels: Mapping[int, str], plots: bool) -> Section
 
 
 def _by_score_descending(row: Mapping) -> tuple[float, int]:
-    score = _finite(row.get("score"))
+    score = finite(row.get("score"))
     return (-score if score is not None else math.inf, row["index"])
 
 
@@ -713,7 +705,7 @@ def agreement_at(curve: Mapping, threshold: float) -> tuple[float | None, int]:
     return curve["agreement"][position], int(curve["pairs"][position])
 
 
-def _resolution(card: Mapping, plots: bool) -> Section:
+def _resolution(card: Mapping) -> Section:
     resolved = card.get("resolution")
     blocks: list = [
         Paragraph(
@@ -727,8 +719,8 @@ def _resolution(card: Mapping, plots: bool) -> Section:
     if not resolved:
         blocks.append(_not_yet("resolution"))
         return Section("resolution", "6. Resolution", "Welty §5.9", tuple(blocks))
-    value = _finite(resolved.get("resolution"))
-    target = _finite(resolved.get("target")) or 0.95
+    value = finite(resolved.get("resolution"))
+    target = finite(resolved.get("target")) or 0.95
     compared = resolved.get("compared_pairs") or 0
     total = resolved.get("item_pairs_total")
     above = resolved.get("item_pairs_above_resolution")
@@ -799,7 +791,6 @@ def _resolution(card: Mapping, plots: bool) -> Section:
             Figure(
                 "resolution",
                 "Agreement between the vote majority and the score order against the threshold t, with the 95% line.",
-                resolution_svg(card) if plots else "",
             )
         )
     blocks.append(
@@ -840,7 +831,7 @@ def _chance(card: Mapping) -> Section:
     )
     reach = []
     for name, level in (("ρ_w", rho_w), ("τ_w", tau_w)):
-        mean, sd = _finite(level.get("mean")), _finite(level.get("sd"))
+        mean, sd = finite(level.get("mean")), finite(level.get("sd"))
         if mean is not None and sd is not None:
             reach.append(f"{name} above about {number(mean + 2 * sd)}")
     blocks.append(
@@ -940,117 +931,3 @@ def _changes(card: Mapping) -> Section:
             )
         )
     return Section("changes", "9. Changes after the start", "Welty §5.1", tuple(blocks))
-
-
-# --- plots -----------------------------------------------------------------------------------------
-
-
-def precision_svg(card: Mapping) -> str:
-    """SD of ȳ (up) against ȳ (across) for every item, with the mean SD as a line (Welty Figure 1)."""
-    items = (card.get("precision") or {}).get("items") or []
-    score = np.array([_finite(row.get("score")) for row in items], dtype=np.float64)
-    sd = np.array([_finite(row.get("sd")) for row in items], dtype=np.float64)
-    lines = []
-    mean_sd = _finite((card.get("precision") or {}).get("mean_sd"))
-    if mean_sd is not None:
-        lines.append(Line(label=f"mean SD = {number(mean_sd)}", x1=0.0, y1=mean_sd, x2=1.0, y2=mean_sd))
-    measured = int((np.isfinite(score) & np.isfinite(sd)).sum())
-    return scatter_svg(
-        title="Precision: SD of each item's score",
-        x_label="score ȳ",
-        y_label="SD of ȳ (bootstrap)",
-        series=[Series(label=f"items ({measured})", x=score, y=sd, color=PALETTE[0], radius=2.5)],
-        lines=lines,
-        x_limits=(0.0, 1.0),
-        y_limits=(0.0, max(float(np.nanmax(sd)) if measured else 0.1, 0.05)),
-    )
-
-
-def resolution_svg(card: Mapping) -> str:
-    """Agreement (up) against the score-difference threshold t (across), with the 95% line."""
-    resolved = card.get("resolution") or {}
-    curve = resolved.get("curve") or {}
-    threshold = np.asarray(curve.get("threshold") or [], dtype=np.float64)
-    agreement = np.array([_finite(v) for v in curve.get("agreement") or []], dtype=np.float64)
-    if threshold.size > CURVE_POINTS:  # keep the first and last points, thin evenly in between
-        keep = np.unique(np.linspace(0, threshold.size - 1, CURVE_POINTS).round().astype(np.int64))
-        threshold, agreement = threshold[keep], agreement[keep]
-    target = _finite(resolved.get("target")) or 0.95
-    right = float(threshold.max()) if threshold.size else 1.0
-    lines = [
-        Line(label=f"{percent(target, 0)} agreement", x1=0.0, y1=target, x2=right, y2=target, color="#CC6677")
-    ]
-    value = _finite(resolved.get("resolution"))
-    if value is not None:
-        lines.append(
-            Line(label=f"resolution = {number(value)}", x1=value, y1=0.0, x2=value, y2=1.0, color="#117733")
-        )
-    return scatter_svg(
-        title="Resolution: agreement against score difference",
-        x_label="threshold t: compared pairs with |Δȳ| ≥ t",
-        y_label="agreement of vote majority and score order",
-        series=[
-            Series(
-                label=f"agreement ({threshold.size} points)",
-                x=threshold,
-                y=agreement,
-                color=PALETTE[0],
-                radius=2.0,
-            )
-        ],
-        lines=lines,
-        x_limits=(0.0, right),
-        y_limits=(0.0, 1.0),
-    )
-
-
-# --- Markdown --------------------------------------------------------------------------------------
-
-
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _markdown_block(block) -> list[str]:
-    if isinstance(block, Paragraph):
-        return [block.text]
-    if isinstance(block, Quote):
-        lines = [f"{block.label}:"] if block.label else []
-        return lines + ["\n".join("> " + line if line else ">" for line in block.text.splitlines() or [""])]
-    if isinstance(block, Facts):
-        return ["\n".join(f"- **{label}**: {value}" for label, value in block.rows)]
-    if isinstance(block, Items):
-        return ["\n".join(f"- {entry}" for entry in block.entries)]
-    if isinstance(block, Table):
-        lines = ["| " + " | ".join(_cell(h) for h in block.header) + " |"]
-        lines.append("|" + "|".join("---:" if numeric else "---" for numeric in block.numeric) + "|")
-        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
-        return ([f"*{block.caption}*"] if block.caption else []) + ["\n".join(lines)]
-    if isinstance(block, Figure):
-        return [f"*Figure on the card's web page: {block.caption}*"]
-    raise TypeError(f"unknown block {block!r}")
-
-
-def card_markdown(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> str:
-    """The instrument card as a Markdown datasheet: procedure, principle, precision, repeatability,
-    reproducibility, resolution, chance level, how to cite it, and the settings changed after the
-    start. Long per-item tables go to an appendix at the end."""
-    document = card_document(card, item_labels=item_labels)
-    parts = [f"# Instrument card: {document.title}"]
-    parts.append(f"Study `{document.slug}`, status **{document.status}**, card version {document.version}.")
-    parts += [f"> **{notice}**" for notice in document.notices]
-    appendix = []
-    for section in document.sections:
-        parts.append(f"## {section.heading}")
-        for block in section.blocks:
-            if isinstance(block, Table) and block.collapsed:
-                appendix.append((section, block))
-                parts.append(f"*{block.caption} See the appendix.*")
-                continue
-            parts += _markdown_block(block)
-    if appendix:
-        parts.append("## Appendix")
-        for section, block in appendix:
-            parts.append(f"### {section.title}: per item")
-            parts += _markdown_block(block)
-    return "\n\n".join(parts) + "\n"

@@ -1,7 +1,7 @@
 """The instrument card of a study: a public page, and downloads as Markdown and JSON.
 
 /models/studies/<slug>/card/ (HTML with two SVG plots), …/card.md and …/card.json. The card is
-computed by ``metrics.services.instrument_card`` (cached until the study changes; about 3 s for 990
+computed by ``metrics.instrument.instrument_card`` (cached until the study changes; about 3 s for 990
 items when it is not). A draft has no card yet: the page says so and the downloads answer 409.
 """
 
@@ -15,8 +15,8 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from collection.models import Study
-from metrics import card as datasheet
-from metrics.services import instrument_card
+from metrics import card_render
+from metrics.instrument import instrument_card
 
 DRAFT_MESSAGE = (
     "Study {slug!r} is a draft: nothing has been measured yet. Its instrument card exists once the study has "
@@ -30,7 +30,7 @@ def card_page(request, slug: str):
     if study.is_draft:
         return render(request, "metrics/card.html", {"study": study, "draft": True})
     card = instrument_card(study=study)
-    document = datasheet.card_document(card, item_labels=_item_labels(study), plots=True)
+    document = card_render.card_page_document(card, item_labels=_item_labels(study))
     return render(request, "metrics/card.html", {"study": study, "draft": False, "document": document})
 
 
@@ -39,7 +39,7 @@ def card_markdown(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     if study.is_draft:
         return _draft_response(study)
-    text = datasheet.card_markdown(instrument_card(study=study), item_labels=_item_labels(study))
+    text = card_render.card_markdown(instrument_card(study=study), item_labels=_item_labels(study))
     return _download(text, "text/markdown; charset=utf-8", f"{study.slug}-instrument-card.md")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from metrics.evaluation import COEFFICIENTS
-from metrics.serializers import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
+from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
 
 
 class SubmissionForm(forms.Form):

@@ -15,18 +15,11 @@ from collection.serializers import CsvFileField
 from common.schema import BoundedFloatField
 from common.serializers import StrictJSONTypes
 from metrics.evaluation import COEFFICIENTS
+from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
 from metrics.models import Submission
 from metrics.services import MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
 
 METRIC_CHOICES = [(name, name) for name in COEFFICIENTS]
-
-# The weight offsets the public leaderboard offers: each one evaluates every model of the study once
-# and keeps the result, so an anonymous request cannot make the server store an evaluation per float.
-LEADERBOARD_WEIGHT_OFFSETS = (0.0, 1.0, 2.0, 5.0, 10.0)
-
-
-def leaderboard_offsets_text() -> str:
-    return ", ".join(f"{value:g}" for value in LEADERBOARD_WEIGHT_OFFSETS)
 
 
 # --- items -----------------------------------------------------------------------------------------

@@ -1,10 +1,16 @@
-"""Celery tasks of the metrics app: thin wrappers around services."""
+"""Celery tasks of the metrics app: thin wrappers around services, started by name (``common.tasks``)."""
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
+from collection.models import Study
+from metrics.instrument import instrument_card
 from metrics.services import submission_evaluate, submissions_sweep
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="metrics.submission_evaluate", acks_late=True)
@@ -17,11 +23,9 @@ def submission_evaluate_task(submission_id: int) -> str:
 @shared_task(name="metrics.instrument_card")
 def instrument_card_task(study_id: int) -> str:
     """Compute (or refresh) a study's instrument card."""
-    from collection.models import Study
-    from metrics.services import instrument_card
-
     study = Study.objects.filter(pk=study_id).first()
     if study is None:
+        logger.warning("study %s does not exist; no card", study_id)
         return "missing"
     instrument_card(study=study)
     return f"card of {study.slug}"

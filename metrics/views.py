@@ -2,7 +2,8 @@
 
 The leaderboard and the per-annotator view are public; submitting and reading a submission need a
 login, and a submission is shown to its owner only (anyone else gets a 404). Every number on these
-pages comes from ``metrics.services``; the views validate the query, call a service and render.
+pages comes from ``metrics.services``, ``metrics.leaderboard`` and ``metrics.selectors``; the views
+validate the query, call one of them and render.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from common.csvexport import csv_download
 from common.errors import ServiceError
 from metrics import services
 from metrics.evaluation import COEFFICIENTS
+from metrics.figures import DEFAULT_WEIGHT_OFFSET
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
+from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
+from metrics.selectors import items_for_model_owners, submissions_of
 from scoring.plots import PALETTE, Series, scatter_svg
 
 LOGIN_URL = "metrics:login"
@@ -56,9 +60,7 @@ def index(request):
         .order_by("-finished_at", "name")
     )
     submissions = (
-        services.submissions_of(owner=request.user)
-        if request.user.is_authenticated
-        else Submission.objects.none()
+        submissions_of(owner=request.user) if request.user.is_authenticated else Submission.objects.none()
     )
     return render(request, "metrics/index.html", {"studies": studies, "submissions": submissions})
 
@@ -76,9 +78,9 @@ def leaderboard(request, slug: str):
         context = {"study": study, "settings_form": settings_form, "metric_labels": METRIC_LABELS}
         return render(request, "metrics/leaderboard.html", context, status=400)
     metric, weight_offset = settings_form.cleaned_data["metric"], settings_form.cleaned_data["n0"]
-    board = services.leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
+    board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
     rows = [{**row, "chosen": row["metrics"][metric]} for row in board["rows"]]
-    agreement = services.annotator_view(study=study)
+    agreement = annotator_view(study=study)
     context = {
         "study": study,
         "board": board,
@@ -107,19 +109,13 @@ def submit(request, slug: str):
         return _not_finished(request, study, "model submissions")
     form = SubmissionForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
         try:
-            if upload.size > services.MAX_SUBMISSION_BYTES:
-                raise ServiceError(
-                    f"the file is {upload.size:,} bytes; the limit is {services.MAX_SUBMISSION_BYTES:,} bytes (5 MiB)",
-                    status=413,
-                )
             submission = services.submission_create(
                 study=study,
                 owner=request.user,
                 model_name=form.cleaned_data["model_name"],
                 description=form.cleaned_data["description"],
-                data=upload.read(),
+                data=services.scores_file_read(form.cleaned_data["file"]),
                 source_format="csv",
             )
         except ServiceError as exc:
@@ -137,7 +133,7 @@ def pairs_csv(request, slug: str):
     study = _study(slug)
     if study.status != Study.Status.FINISHED:
         return _not_finished(request, study, "its items")
-    items = services.items_for_model_owners(study=study)
+    items = items_for_model_owners(study=study)
     rows = (
         [item.pk, item.token_a.text, item.token_b.text, item.area.name]
         for item in items.iterator(chunk_size=2000)
@@ -149,7 +145,7 @@ def pairs_csv(request, slug: str):
 @require_GET
 def submission(request, submission_id: int):
     """One of the owner's submissions: progress while it runs, then its evaluation at the chosen n0 and K."""
-    found = services.submissions_of(owner=request.user).filter(pk=submission_id).first()
+    found = submissions_of(owner=request.user).filter(pk=submission_id).first()
     if found is None:
         raise Http404(f"submission {submission_id} is not one of yours")
     study = found.study
@@ -160,9 +156,9 @@ def submission(request, submission_id: int):
         return render(request, "metrics/submission.html", context)
 
     settings_form = EvaluationSettingsForm(
-        {"n0": request.GET.get("n0", services.DEFAULT_WEIGHT_OFFSET), "k": request.GET.get("k", default_k)}
+        {"n0": request.GET.get("n0", DEFAULT_WEIGHT_OFFSET), "k": request.GET.get("k", default_k)}
     )
-    weight_offset, top_k, problem = services.DEFAULT_WEIGHT_OFFSET, default_k, None
+    weight_offset, top_k, problem = DEFAULT_WEIGHT_OFFSET, default_k, None
     if settings_form.is_valid():
         weight_offset, top_k = settings_form.cleaned_data["n0"], settings_form.cleaned_data["k"]
     try:
@@ -170,7 +166,7 @@ def submission(request, submission_id: int):
     except ServiceError as exc:
         problem = exc.message
         evaluation = services.evaluation_for(
-            submission=found, weight_offset=services.DEFAULT_WEIGHT_OFFSET, top_k=default_k
+            submission=found, weight_offset=DEFAULT_WEIGHT_OFFSET, top_k=default_k
         )
     result = services.public_result(evaluation.result)
     retrieval = result["retrieval"]

@@ -20,6 +20,7 @@ PURE_MODULES = [
     "metrics/ir.py",
     "metrics/metrology.py",
     "metrics/card.py",
+    "metrics/card_render.py",
     "metrics/evaluation.py",
 ]
 PURE_NAMES = {path.removesuffix(".py").replace("/", ".") for path in PURE_MODULES}

@@ -19,8 +19,8 @@ from collection.models import Study, StudyChange
 from collection.serializers import StudySerializer
 from collection.studies import STUDY_SETTINGS, study_update
 from common.errors import StudyStateError
-from metrics.card import card_markdown
-from metrics.services import instrument_card
+from metrics.card_render import card_markdown
+from metrics.instrument import instrument_card
 from tests.factories import annotators, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

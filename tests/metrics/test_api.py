@@ -17,10 +17,10 @@ from drf_spectacular.drainage import GENERATOR_STATS
 from rest_framework.authtoken.models import Token as ApiToken
 
 from collection.models import Study
-from config.celery import app as celery_app
 from metrics import services
+from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Evaluation, Submission
-from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
+from tests.factories import make_study
 
 pytestmark = pytest.mark.django_db
 
@@ -29,30 +29,6 @@ LOGIN_HINT = (
     "/api/auth/token/ to get the key), or log in at /models/login/"
 )
 COEFFICIENT_KEYS = {"value", "standard_error", "interval", "chance_mean", "chance_sd", "p_value"}
-
-
-@pytest.fixture(scope="module")
-def finished_study(django_db_setup, django_db_blocker):
-    """28 items (8 tokens), 2 ballots, voted to the end by 6 annotators; built once for the module.
-
-    The seed fixes the comparison schedules, so the final scores (and their ties) are the same on every run.
-    """
-    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    with django_db_blocker.unblock():
-        study = make_study(tokens=8, ballot_count=2, appearances=8, seed=4)
-        vote_until(study, voters=annotators(study, 6), choose=disagreeing_crowd(study, seed=4))
-        study.refresh_from_db()
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    assert study.status == Study.Status.FINISHED
-    yield study
-    with django_db_blocker.unblock():
-        study.delete()
-
-
-@pytest.fixture
-def study(finished_study, db):
-    return finished_study
 
 
 def owner_client(django_user_model, username: str = "owner") -> Client:
@@ -774,7 +750,7 @@ def test_two_nearly_identical_models_are_listed_as_indistinguishable(study, thre
 def test_the_leaderboard_is_what_the_service_computes(study, three_models):
     response = Client().get(f"/api/studies/{study.slug}/leaderboard/", {"metric": "rho", "n0": "5"})
 
-    board = services.leaderboard_for(study=study, metric="rho", weight_offset=5.0)
+    board = leaderboard_for(study=study, metric="rho", weight_offset=5.0)
     fields = (
         "name",
         "model_name",
@@ -801,7 +777,7 @@ def test_the_leaderboard_downloads_as_csv(study, three_models):
         response["Content-Disposition"] == f'attachment; filename="{study.slug}-leaderboard-rho_w-n0-2.csv"'
     )
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    board = services.leaderboard_for(study=study, metric="rho_w")
+    board = leaderboard_for(study=study, metric="rho_w")
     assert [row["model_name"] for row in rows] == [row["model_name"] for row in board["rows"]]
     truth = next(row for row in rows if row["model_name"] == "truth")
     expected = next(row for row in board["rows"] if row["model_name"] == "truth")
@@ -867,7 +843,7 @@ def test_the_per_annotator_view_is_public_and_what_the_service_computes(study, t
     response = Client().get(f"/api/studies/{study.slug}/annotators/")
 
     assert response.status_code == 200
-    assert response.json() == json.loads(json.dumps(services.annotator_view(study=study)))
+    assert response.json() == json.loads(json.dumps(annotator_view(study=study)))
     body = response.json()
     assert body["annotators"] == 6
     assert sorted(body["models"]) == ["random (bob)", "truth (alice)", "twin (alice)"]

@@ -18,9 +18,10 @@ from django.urls import reverse
 from collection.lifecycle import study_start
 from collection.models import Study
 from collection.studies import study_duplicate
-from metrics.card import card_markdown, count, number, percent
+from metrics.card import count, number, percent
+from metrics.card_render import card_markdown
+from metrics.instrument import instrument_card
 from metrics.models import StudyFigure
-from metrics.services import instrument_card
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

@@ -16,10 +16,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from collection.models import Study
-from config.celery import app as celery_app
 from metrics import services
+from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
-from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
+from tests.factories import make_study
 
 pytestmark = pytest.mark.django_db
 
@@ -96,30 +96,6 @@ def body_rows(table: list[list[str]]) -> list[list[str]]:
 def number(value: float | None, places: int = 3) -> str:
     """A number as the template's floatformat shows it."""
     return "—" if value is None else f"{value:.{places}f}"
-
-
-@pytest.fixture(scope="module")
-def finished_study(django_db_setup, django_db_blocker):
-    """28 items (8 tokens), 2 ballots, voted to the end by 6 annotators; built once for the module.
-
-    The seed fixes the comparison schedules, so the final scores (and their ties) are the same on every run.
-    """
-    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    with django_db_blocker.unblock():
-        study = make_study(tokens=8, ballot_count=2, appearances=8, seed=4)
-        vote_until(study, voters=annotators(study, 6), choose=disagreeing_crowd(study, seed=4))
-        study.refresh_from_db()
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    assert study.status == Study.Status.FINISHED
-    yield study
-    with django_db_blocker.unblock():
-        study.delete()
-
-
-@pytest.fixture
-def study(finished_study, db):
-    return finished_study
 
 
 def logged_in(django_user_model, username: str = "owner") -> Client:
@@ -574,7 +550,7 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
     response = Client().get(f"/models/studies/{study.slug}/leaderboard/", {"metric": "rho_w"})
 
     found = page(response)
-    board = services.leaderboard_for(study=study, metric="rho_w")
+    board = leaderboard_for(study=study, metric="rho_w")
     assert response.status_code == 200
     assert found.tables["leaderboard"][0] == [
         "Rank",
@@ -649,7 +625,7 @@ def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_only_for
 def test_the_leaderboard_page_shows_each_models_agreement_with_the_annotators(study, three_models):
     found = page(Client().get(f"/models/studies/{study.slug}/leaderboard/"))
 
-    view = services.annotator_view(study=study)
+    view = annotator_view(study=study)
     assert body_rows(found.tables["annotator-agreement"]) == [
         [
             name,

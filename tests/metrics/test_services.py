@@ -6,8 +6,9 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from common.errors import ServiceError, StudyStateError
+from metrics.leaderboard import leaderboard_for
 from metrics.models import Evaluation, Submission
-from metrics.services import leaderboard_for, submission_create, submission_parse
+from metrics.services import submission_create, submission_parse
 from scoring.simulation import underlying_similarity
 from tests.factories import make_study
 

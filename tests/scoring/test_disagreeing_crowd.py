@@ -12,6 +12,7 @@ from django.test import Client
 
 from collection.models import Study
 from metrics import services as metrics_services
+from metrics.instrument import instrument_card
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +97,7 @@ def test_the_results_page_tells_the_careless_and_the_biased_annotators_apart(cro
 
 
 def test_the_card_computes_krippendorff_alpha_on_pairs_judged_both_ways(crowd_study):
-    card = metrics_services.instrument_card(study=crowd_study)
+    card = instrument_card(study=crowd_study)
     alpha = card["repeatability"]["krippendorff_alpha"]
 
     assert alpha is not None

@@ -1,0 +1,164 @@
+"""The instrument card's document rendered: as a Markdown datasheet, and with its figures drawn as SVG
+for the page (``templates/metrics/card.html`` writes the rest of the HTML from the same document).
+
+PURE module: the standard library, numpy and the pure SVG plots of ``scoring.plots``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from metrics.card import (
+    CardDocument,
+    Facts,
+    Figure,
+    Items,
+    Paragraph,
+    Quote,
+    Table,
+    card_document,
+    finite,
+    number,
+    percent,
+)
+from scoring.plots import PALETTE, Line, Series, scatter_svg
+
+__all__ = ["card_markdown", "card_page_document", "precision_svg", "resolution_svg"]
+
+CURVE_POINTS = 600  # the resolution plot thins longer curves to this many points
+
+
+def card_page_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> CardDocument:
+    """The card's document with its figures drawn (SVG), for the page."""
+    document = card_document(card, item_labels=item_labels)
+    drawn = tuple(
+        replace(
+            section,
+            blocks=tuple(
+                replace(block, svg=FIGURES[block.name](card)) if isinstance(block, Figure) else block
+                for block in section.blocks
+            ),
+        )
+        for section in document.sections
+    )
+    return replace(document, sections=drawn)
+
+
+# --- plots -----------------------------------------------------------------------------------------
+
+
+def precision_svg(card: Mapping) -> str:
+    """SD of ȳ (up) against ȳ (across) for every item, with the mean SD as a line (Welty Figure 1)."""
+    items = (card.get("precision") or {}).get("items") or []
+    score = np.array([finite(row.get("score")) for row in items], dtype=np.float64)
+    sd = np.array([finite(row.get("sd")) for row in items], dtype=np.float64)
+    lines = []
+    mean_sd = finite((card.get("precision") or {}).get("mean_sd"))
+    if mean_sd is not None:
+        lines.append(Line(label=f"mean SD = {number(mean_sd)}", x1=0.0, y1=mean_sd, x2=1.0, y2=mean_sd))
+    measured = int((np.isfinite(score) & np.isfinite(sd)).sum())
+    return scatter_svg(
+        title="Precision: SD of each item's score",
+        x_label="score ȳ",
+        y_label="SD of ȳ (bootstrap)",
+        series=[Series(label=f"items ({measured})", x=score, y=sd, color=PALETTE[0], radius=2.5)],
+        lines=lines,
+        x_limits=(0.0, 1.0),
+        y_limits=(0.0, max(float(np.nanmax(sd)) if measured else 0.1, 0.05)),
+    )
+
+
+def resolution_svg(card: Mapping) -> str:
+    """Agreement (up) against the score-difference threshold t (across), with the 95% line."""
+    resolved = card.get("resolution") or {}
+    curve = resolved.get("curve") or {}
+    threshold = np.asarray(curve.get("threshold") or [], dtype=np.float64)
+    agreement = np.array([finite(v) for v in curve.get("agreement") or []], dtype=np.float64)
+    if threshold.size > CURVE_POINTS:  # keep the first and last points, thin evenly in between
+        keep = np.unique(np.linspace(0, threshold.size - 1, CURVE_POINTS).round().astype(np.int64))
+        threshold, agreement = threshold[keep], agreement[keep]
+    target = finite(resolved.get("target")) or 0.95
+    right = float(threshold.max()) if threshold.size else 1.0
+    lines = [
+        Line(label=f"{percent(target, 0)} agreement", x1=0.0, y1=target, x2=right, y2=target, color="#CC6677")
+    ]
+    value = finite(resolved.get("resolution"))
+    if value is not None:
+        lines.append(
+            Line(label=f"resolution = {number(value)}", x1=value, y1=0.0, x2=value, y2=1.0, color="#117733")
+        )
+    return scatter_svg(
+        title="Resolution: agreement against score difference",
+        x_label="threshold t: compared pairs with |Δȳ| ≥ t",
+        y_label="agreement of vote majority and score order",
+        series=[
+            Series(
+                label=f"agreement ({threshold.size} points)",
+                x=threshold,
+                y=agreement,
+                color=PALETTE[0],
+                radius=2.0,
+            )
+        ],
+        lines=lines,
+        x_limits=(0.0, right),
+        y_limits=(0.0, 1.0),
+    )
+
+
+FIGURES = {"precision": precision_svg, "resolution": resolution_svg}
+
+
+# --- Markdown --------------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _markdown_block(block) -> list[str]:
+    if isinstance(block, Paragraph):
+        return [block.text]
+    if isinstance(block, Quote):
+        lines = [f"{block.label}:"] if block.label else []
+        return lines + ["\n".join("> " + line if line else ">" for line in block.text.splitlines() or [""])]
+    if isinstance(block, Facts):
+        return ["\n".join(f"- **{label}**: {value}" for label, value in block.rows)]
+    if isinstance(block, Items):
+        return ["\n".join(f"- {entry}" for entry in block.entries)]
+    if isinstance(block, Table):
+        lines = ["| " + " | ".join(_cell(h) for h in block.header) + " |"]
+        lines.append("|" + "|".join("---:" if numeric else "---" for numeric in block.numeric) + "|")
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
+        return ([f"*{block.caption}*"] if block.caption else []) + ["\n".join(lines)]
+    if isinstance(block, Figure):
+        return [f"*Figure on the card's web page: {block.caption}*"]
+    raise TypeError(f"unknown block {block!r}")
+
+
+def card_markdown(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> str:
+    """The instrument card as a Markdown datasheet: procedure, principle, precision, repeatability,
+    reproducibility, resolution, chance level, how to cite it, and the settings changed after the
+    start. Long per-item tables go to an appendix at the end."""
+    document = card_document(card, item_labels=item_labels)
+    parts = [f"# Instrument card: {document.title}"]
+    parts.append(f"Study `{document.slug}`, status **{document.status}**, card version {document.version}.")
+    parts += [f"> **{notice}**" for notice in document.notices]
+    appendix = []
+    for section in document.sections:
+        parts.append(f"## {section.heading}")
+        for block in section.blocks:
+            if isinstance(block, Table) and block.collapsed:
+                appendix.append((section, block))
+                parts.append(f"*{block.caption} See the appendix.*")
+                continue
+            parts += _markdown_block(block)
+    if appendix:
+        parts.append("## Appendix")
+        for section, block in appendix:
+            parts.append(f"### {section.title}: per item")
+            parts += _markdown_block(block)
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,136 @@
+"""The study-level figures a model is measured against, cached: the bootstrap replicates of the scores ȳ
+and the chance level of ρ_w and τ_w; and a model's result against them.
+
+The replicates are the same for every model of a study, so that comparisons between models are paired.
+
+A figure is stored in a ``StudyFigure`` row with the fingerprint of the study's state (its status and
+votes) and recomputed when that state has changed. ``store=False`` reads a stored figure that is
+still current, and otherwise computes it without storing it (for requests that must not write).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+
+from collection.models import Study
+from metrics.evaluation import evaluate
+from metrics.metrology import bootstrap_scores, chance_level
+from metrics.models import StudyFigure, Submission
+from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
+
+DEFAULT_WEIGHT_OFFSET = 2.0  # n0 of the paper, and of every figure that does not ask for another
+REPLICATE_BUDGET = 2_000_000  # bootstrap replicates × items: 1000 replicates up to 2000 items
+# The study's seed drawn with these streams (numpy SeedSequence entropy [seed, stream]).
+REPLICATES_STREAM = 20250
+CHANCE_STREAM = 4428
+
+
+def replicate_count(item_count: int) -> int:
+    """Bootstrap replicates for a study of this size: 1000, fewer above 2000 items (at least 200)."""
+    return int(min(1000, max(200, REPLICATE_BUDGET // max(item_count, 1))))
+
+
+def cached(
+    study: Study,
+    kind: str,
+    parameters: dict,
+    compute,
+    *,
+    with_array: bool = False,
+    depends_on: str = "",
+    store: bool = True,
+):
+    """The figure ``kind`` with ``parameters`` for the study's current state (plus ``depends_on``):
+    read back, or computed by ``compute()`` (and stored unless ``store`` is False)."""
+    key = kind + ":" + json.dumps(parameters, sort_keys=True)
+    fingerprint = study_state_key(study=study) + depends_on
+    figure = StudyFigure.objects.filter(study=study, key=key).first()
+    if figure is not None and figure.fingerprint == fingerprint:
+        return (figure.value, _load_array(figure.array)) if with_array else figure.value
+    produced = compute()
+    value, array = produced if with_array else (produced, None)
+    if store:
+        StudyFigure.objects.update_or_create(
+            study=study,
+            key=key,
+            defaults={
+                "kind": kind,
+                "parameters": parameters,
+                "fingerprint": fingerprint,
+                "value": value,
+                "array": _dump_array(array) if array is not None else None,
+            },
+        )
+    return (value, array) if with_array else value
+
+
+def _dump_array(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array.astype(np.float32), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _load_array(blob) -> np.ndarray | None:
+    if blob is None:
+        return None
+    return np.load(io.BytesIO(bytes(blob)), allow_pickle=False).astype(np.float64)
+
+
+def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
+    """Bootstrap replicates (R × N) of the study's scores ȳ from its closed ballots: the votes of each
+    ballot resampled, the scores recomputed (Eq. 1, 5, 6). Seeded by the study, so reproducible."""
+
+    def compute():
+        votes = study_votes(study=study)
+        rng = np.random.default_rng([study.seed, REPLICATES_STREAM])
+        replicates = bootstrap_scores(votes.ballots, votes.item_count, rng, replicate_count(votes.item_count))
+        return {"replicates": int(replicates.shape[0]), "items": votes.item_count}, replicates
+
+    return cached(study, "bootstrap", {}, compute, with_array=True, store=store)[1]
+
+
+def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bool = True) -> dict:
+    """The chance level of ρ_w and τ_w for ``item_count`` items and this n0, cached per study."""
+
+    def compute():
+        draws = replicate_count(item_count)
+        rng = np.random.default_rng([study.seed, CHANCE_STREAM, item_count])
+        level = chance_level(item_count, rng, weight_offset=weight_offset, draws=draws)
+        return {
+            name: {
+                "mean": level[name]["mean"],
+                "sd": level[name]["sd"],
+                "draws": level[name]["draws"].tolist(),
+            }
+            for name in ("rho_w", "tau_w")
+        } | {"items": item_count, "weight_offset": weight_offset, "draw_count": draws}
+
+    value = cached(study, "chance", {"items": item_count, "n0": weight_offset}, compute, store=store)
+    for name in ("rho_w", "tau_w"):
+        value[name]["draws"] = np.asarray(value[name]["draws"])
+    return value
+
+
+def submission_result(
+    *, submission: Submission, weight_offset: float, top_k: int, store: bool = True, progress=None
+) -> dict:
+    """``metrics.evaluation.evaluate`` of the submission against the study's final ranking, its
+    replicates and the chance level of its covered size (``progress(percent)`` reports the steps)."""
+    study = submission.study
+    human = final_scores(study=study)
+    if progress:
+        progress(20)
+    replicates = study_replicates(study=study, store=store)
+    if progress:
+        progress(50)
+    model = model_scores(submission)
+    covered = int((np.isfinite(model) & np.isfinite(human)).sum())
+    chance = chance_for(study=study, item_count=covered, weight_offset=weight_offset, store=store)
+    if progress:
+        progress(70)
+    return evaluate(
+        model, human, weight_offset=weight_offset, top_k=top_k, human_replicates=replicates, chance=chance
+    )

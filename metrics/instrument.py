@@ -1,0 +1,244 @@
+"""The instrument card of a study (Welty et al., "Metrology for AI", §5): its computation and its cache.
+
+``instrument_card`` returns the card as a dict, computed from the study's rows and the pure
+``metrics.metrology`` and cached in a ``StudyFigure`` until the study, its replications or its changes
+move on. ``metrics.card`` turns the dict into a document, ``metrics.card_render`` into Markdown and the
+page's figures.
+"""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+from django.db.models import Count, Max
+
+from collection import arrays
+from collection.models import Study
+from collection.studies import STUDY_SETTINGS, study_plan
+from common.numbers import finite_or_none
+from metrics.figures import DEFAULT_WEIGHT_OFFSET, cached, replicate_count
+from metrics.metrology import (
+    bootstrap_scores,
+    chance_level,
+    pair_value_counts,
+    precision_summary,
+    reproducibility,
+    resolution,
+    split_half_reliability,
+)
+from metrics.selectors import current_scores, finished_replications, study_votes
+
+CARD_VERSION = 3  # 3: "changes", the settings changed after the start
+# The study's seed drawn with these streams for the card's bootstrap, split halves and chance level.
+PRECISION_STREAM = 2305
+SPLIT_HALF_STREAM = 12
+CHANCE_STREAM = 4428
+
+
+def instrument_card(*, study: Study) -> dict:
+    """The metrology datasheet of a study (Welty §5), cached until the study changes."""
+    depends_on = "|replications:" + ",".join(
+        f"{other.pk}@{other.finished_at.isoformat()}"
+        for other in sorted(finished_replications(study=study), key=lambda other: other.pk)
+    )
+    # The trail is insert-only: its last row says whether a setting changed since the card was made.
+    depends_on += f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
+    return cached(
+        study, "card", {"version": CARD_VERSION}, lambda: _compute_card(study), depends_on=depends_on
+    )
+
+
+def _study_changes(study: Study) -> list[dict]:
+    """The settings changed after the start, oldest first. The card is public: who changed them is
+    left to the admin and the staff API, and the values of private settings (completion code and
+    URL, which would let anyone claim a crowd platform's payment) are left out."""
+    entries = []
+    for change in study.changes.all():
+        setting = STUDY_SETTINGS.get(change.setting)
+        private = setting is None or setting.private
+        entries.append(
+            {
+                "changed_at": change.changed_at.isoformat(),
+                "study_status": change.study_status,
+                "setting": change.setting,
+                "label": setting.label if setting else change.setting,
+                "channel": change.channel,
+                "private": private,
+                "from": None if private else change.old_value,
+                "to": None if private else change.new_value,
+            }
+        )
+    return entries
+
+
+def _compute_card(study: Study) -> dict:
+    votes = study_votes(study=study)
+    item_count = votes.item_count
+    plan = study_plan(study=study, item_count=item_count).as_dict() if item_count >= 2 else None
+    ballots = list(
+        study.ballots.order_by("number").values(
+            "number",
+            "status",
+            "opened_at",
+            "closed_at",
+            "comparison_count",
+            "votes_recorded",
+            "rescale_slope",
+        )
+    )
+    areas = list(
+        study.areas.annotate(
+            tokens_count=Count("tokens", distinct=True), items_count=Count("items", distinct=True)
+        ).values("name", "tokens_count", "items_count")
+    )
+    every_vote = arrays.study_votes(study_id=study.pk)  # open ballots too: what the annotators did
+    per_annotator = np.unique(every_vote.annotator, return_counts=True)[1].astype(np.float64)
+    card = {
+        "version": CARD_VERSION,
+        "study": {"name": study.name, "slug": study.slug, "status": study.status},
+        "procedure": {
+            "question": study.question,
+            "instructions": study.instructions,
+            "allow_ties": study.allow_ties,
+            "item_source": study.item_source or "not recorded",
+            "areas": areas,
+            "tokens": study.tokens.count(),
+            "rare_tokens": study.tokens.filter(rare=True).count(),
+            "items": item_count,
+            "plan": plan,
+            "lease_seconds": study.lease_seconds,
+            "votes_per_annotator_per_ballot": study.votes_per_annotator_per_ballot,
+            "dates": {
+                "created": study.created_at.isoformat(),
+                "started": study.started_at.isoformat() if study.started_at else None,
+                "finished": study.finished_at.isoformat() if study.finished_at else None,
+            },
+            "ballots": [
+                {
+                    **b,
+                    "opened_at": b["opened_at"].isoformat(),
+                    "closed_at": b["closed_at"].isoformat() if b["closed_at"] else None,
+                }
+                for b in ballots
+            ],
+            "annotators": int(votes.annotator_ids.size),
+            "votes": int(sum(b.vote_count for b in votes.ballots)),
+            "votes_per_annotator": _describe(per_annotator),
+            "response_ms": _describe(every_vote.response_ms),
+        },
+        "changes": _study_changes(study),
+        "principle": (
+            "Annotators compare two items (pairs of tokens) and choose the one whose tokens are more related; "
+            "an item's score is its Borda win ratio, rescaled across ballots and averaged (Lombardo et al., Eq. 1, 5, 6). "
+            "Ballots keep only the top fraction of items, so top ranks are measured with more comparisons."
+        ),
+    }
+    if not votes.ballots:
+        card["precision"] = card["repeatability"] = card["resolution"] = card["chance"] = None
+        card["reproducibility"] = []
+        return card
+
+    score = current_scores(study=study, item_count=item_count)
+    replicates = _card_replicates(study, votes)
+    precision = precision_summary(replicates)
+    card["precision"] = {
+        "method": "bootstrap of the votes within each ballot, the ballots' items held fixed",
+        "replicates": int(replicates.shape[0]),
+        "mean_sd": precision["mean_sd"],
+        "sd_quantiles": _describe(precision["sd"]),
+        "items": [
+            {
+                "index": index,
+                "score": finite_or_none(score[index]),
+                "sd": finite_or_none(precision["sd"][index]),
+                "lower": finite_or_none(precision["lower"][index]),
+                "upper": finite_or_none(precision["upper"][index]),
+            }
+            for index in range(item_count)
+        ],
+    }
+    annotator_count = int(votes.annotator_ids.size)
+    repeatability = {"split_half": None, "krippendorff_alpha": None}
+    if annotator_count >= 2:
+        halves = split_half_reliability(
+            votes.ballots,
+            item_count,
+            annotator_count,
+            np.random.default_rng([study.seed, SPLIT_HALF_STREAM]),
+            splits=100,
+        )
+        repeatability["split_half"] = {
+            "splits": halves["splits"],
+            "rho": halves["rho"],
+            "rho_w": halves["rho_w"],
+            "ballot_one_rho": halves["ballot_one_rho"],
+            "ranking": "by ballot reached, then by the half's score ȳ",
+        }
+    units, counts = pair_value_counts(votes.pair_low, votes.pair_high, votes.winner_is_low)
+    if units.size >= 2 and (counts.sum(axis=0) > 0).sum() >= 2:
+        alpha = krippendorff.alpha(value_counts=counts, level_of_measurement="nominal")
+        repeatability["krippendorff_alpha"] = {
+            "alpha": finite_or_none(alpha),
+            "pairs": int(units.size),
+            "votes": int(counts.sum()),
+        }
+    card["repeatability"] = repeatability
+    resolved = resolution(votes.pair_low, votes.pair_high, votes.winner_is_low, score)
+    curve = resolved.pop("curve")
+    resolved["curve"] = {key: [float(v) for v in values] for key, values in curve.items()}
+    card["resolution"] = resolved
+    chance = chance_level(
+        item_count, np.random.default_rng([study.seed, CHANCE_STREAM]), draws=replicate_count(item_count)
+    )
+    card["chance"] = {
+        name: {"mean": chance[name]["mean"], "sd": chance[name]["sd"]} for name in ("rho_w", "tau_w")
+    } | {
+        "weight_offset": DEFAULT_WEIGHT_OFFSET,
+        "draws": chance["draw_count"],
+    }
+    card["reproducibility"] = _reproducibility_entries(study, score, precision["sd"])
+    return card
+
+
+def _reproducibility_entries(study: Study, score: np.ndarray, sd: np.ndarray) -> list[dict]:
+    """Agreement with every finished replication of the same items (a duplicate, or its original)."""
+    entries = []
+    for other in finished_replications(study=study):
+        other_items = other.items.count()
+        if other_items != score.size:
+            continue
+        other_score = current_scores(study=other, item_count=other_items)
+        other_sd = precision_summary(_card_replicates(other, study_votes(study=other)))["sd"]
+        try:
+            entry = reproducibility(score, other_score, sd, other_sd)
+        except ValueError:
+            continue
+        entries.append(
+            {"study": other.slug, "name": other.name}
+            | {k: finite_or_none(v) if isinstance(v, float) else v for k, v in entry.items()}
+        )
+    return entries
+
+
+def _card_replicates(study: Study, votes) -> np.ndarray:
+    """The card's own bootstrap replicates of the study's scores."""
+    rng = np.random.default_rng([study.seed, PRECISION_STREAM])
+    return bootstrap_scores(votes.ballots, votes.item_count, rng, replicate_count(votes.item_count))
+
+
+def _describe(values: np.ndarray) -> dict | None:
+    """Count, mean and five-number summary of the finite values; None when there are none."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    q = np.quantile(values, [0.0, 0.25, 0.5, 0.75, 1.0])
+    return {
+        "count": int(values.size),
+        "mean": float(values.mean()),
+        "min": float(q[0]),
+        "q1": float(q[1]),
+        "median": float(q[2]),
+        "q3": float(q[3]),
+        "max": float(q[4]),
+    }
