@@ -24,12 +24,12 @@ adaptive scores follow Eq. 5 (see ``scoring.borda``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from collection.schedule import ballot_schedule, uniform_schedule
+from common.numbers import finite_or_none
 from metrics.correlation import kendall, ranks_from_scores, spearman, weighted_kendall, weighted_spearman
 from scoring.borda import ballot_tallies, score_ballot, select_survivors
 from scoring.plan import ballot_plan
@@ -279,4 +279,4 @@ def _metrics(estimated: np.ndarray, truth: np.ndarray, weight_offset: float) -> 
         "rho": spearman(estimated, truth),
         "tau": kendall(estimated, truth),
     }
-    return {name: (value if math.isfinite(value) else None) for name, value in values.items()}
+    return {name: finite_or_none(value) for name, value in values.items()}
