@@ -87,6 +87,9 @@ def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
         votes = study_votes(study=study)
         rng = np.random.default_rng([study.seed, REPLICATES_STREAM])
         replicates = bootstrap_scores(votes.ballots, votes.item_count, rng, replicate_count(votes.item_count))
+        # Stored as float32 (half the bytes); read back as float64. Computed ones go through the same
+        # rounding, so a figure is the same whether it was just computed or read back.
+        replicates = replicates.astype(np.float32).astype(np.float64)
         return {"replicates": int(replicates.shape[0]), "items": votes.item_count}, replicates
 
     return cached(study, "bootstrap", {}, compute, with_array=True, store=store)[1]

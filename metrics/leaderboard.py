@@ -1,4 +1,10 @@
-"""The public leaderboard of a finished study and its per-annotator view."""
+"""The public leaderboard of a finished study and its per-annotator view: reads only.
+
+Every model whose evaluation is done is ranked from its ``Standing`` at the n0 asked for, which
+``metrics.services`` stores after the evaluation. A standing that is not stored yet (its task is still
+queued, or the broker was down and the sweep has not run) is computed for this response from the
+study's figures and not stored: a request that reads the leaderboard never writes a row.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,12 @@ from collection.models import Study
 from common.errors import ServiceError
 from common.numbers import finite_or_none
 from metrics.evaluation import COEFFICIENTS, annotator_agreement, leaderboard
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, replicate_count
-from metrics.models import Submission
+from metrics.figures import DEFAULT_WEIGHT_OFFSET, replicate_count, submission_result
+from metrics.models import Standing, Submission
 from metrics.selectors import model_scores, study_votes
-from metrics.services import evaluation_for
 
-# The weight offsets the public leaderboard offers: each one evaluates every model of the study once
-# and keeps the result, so an anonymous request cannot make the server store an evaluation per float.
+# The weight offsets the public leaderboard offers: each model has a standing stored at each of them,
+# so the leaderboard reads, and an anonymous request cannot make the server compute at any float.
 LEADERBOARD_WEIGHT_OFFSETS = (0.0, 1.0, 2.0, 5.0, 10.0)
 
 
@@ -20,24 +25,49 @@ def leaderboard_offsets_text() -> str:
     return ", ".join(f"{value:g}" for value in LEADERBOARD_WEIGHT_OFFSETS)
 
 
+def standing_values(result: dict) -> dict:
+    """The fields of a ``Standing`` from an evaluation result: the four coefficients and their values
+    on the study's bootstrap replicates."""
+    return {
+        "coefficients": {name: result[name] for name in COEFFICIENTS},
+        "replicates": result.get("replicates", {}),
+    }
+
+
 def leaderboard_for(
     *, study: Study, metric: str = "tau_w", weight_offset: float = DEFAULT_WEIGHT_OFFSET
 ) -> dict:
-    """Every submission of the study ranked by ``metric``, with paired-bootstrap intervals and ranks."""
+    """Every evaluated submission of the study ranked by ``metric``, with paired-bootstrap intervals and
+    ranks (``metrics.evaluation.leaderboard``)."""
     if metric not in COEFFICIENTS:
         raise ServiceError(f"metric must be one of {', '.join(COEFFICIENTS)}, got {metric!r}")
+    if weight_offset not in LEADERBOARD_WEIGHT_OFFSETS:
+        raise ServiceError(f"the leaderboard offers n0 = {leaderboard_offsets_text()}, got {weight_offset:g}")
     item_count = study.items.count()
     top_k = study.default_top_k(item_count)
+    submissions = list(
+        Submission.objects.filter(study=study, status=Submission.Status.DONE)
+        .select_related("study", "owner")
+        .order_by("created_at")
+    )
+    stored = {
+        standing.submission_id: {"coefficients": standing.coefficients, "replicates": standing.replicates}
+        for standing in Standing.objects.filter(submission__in=submissions, weight_offset=weight_offset).only(
+            "submission", "coefficients", "replicates"
+        )
+    }
     entries, details = [], {}
-    for submission in Submission.objects.filter(study=study).select_related("owner").order_by("created_at"):
-        evaluation = evaluation_for(submission=submission, weight_offset=weight_offset, top_k=top_k)
+    for submission in submissions:  # one per model
+        standing = stored.get(submission.pk) or standing_values(
+            submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k, store=False)
+        )
         name = f"{submission.model_name} ({submission.owner.get_username()})"
-        result = evaluation.result
+        coefficients = standing["coefficients"]
         entries.append(
             {
                 "name": name,
-                "value": result[metric]["value"],
-                "replicates": result.get("replicates", {}).get(metric, []),
+                "value": coefficients[metric]["value"],
+                "replicates": standing["replicates"].get(metric, []),
             }
         )
         details[name] = {
@@ -46,7 +76,7 @@ def leaderboard_for(
             "owner": submission.owner.get_username(),
             "coverage": submission.coverage,
             "submitted_at": submission.created_at.isoformat(),
-            "metrics": {name_: result[name_] for name_ in COEFFICIENTS},
+            "metrics": coefficients,
         }
     rows = leaderboard(entries, metric) if entries else []
     for row in rows:

@@ -92,3 +92,28 @@ class StudyFigure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} of study {self.study_id}"
+
+
+class Standing(models.Model):
+    """A submission's place on the leaderboard at one n0: its four coefficients and their values on the
+    study's bootstrap replicates (for the paired comparisons of models).
+
+    Stored after the submission's evaluation (by a task), so that the public leaderboard only reads;
+    the one at the default n0 is the default evaluation's, stored with it.
+    """
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="standings")
+    weight_offset = models.FloatField(help_text="n0 of ρ_w and τ_w (Eq. 9): one the leaderboard offers.")
+    coefficients = models.JSONField(help_text="ρ_w, τ_w, ρ and τ: value, interval, chance level, p-value.")
+    replicates = models.JSONField(help_text="Each coefficient on every bootstrap replicate of the study.")
+    computed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "weight_offset"], name="standing_unique_per_offset"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"standing of {self.submission_id} (n0={self.weight_offset})"

@@ -1,7 +1,9 @@
 """Services of the metrics app: model owners' submissions and their evaluations (the writes).
 
 A submission is parsed, stored once and evaluated at the study's defaults (at once when small, else in a
-task). Evaluations at other n0 and K are computed when asked for and stored once. The numbers come from ``metrics.figures`` (the study's replicates
+task); its standings, the leaderboard's figures at every n0 it offers, follow in a task, so that the
+public leaderboard only reads (``metrics.leaderboard``). Evaluations at other n0 and K are computed when
+their owner asks and stored once. The numbers come from ``metrics.figures`` (the study's replicates
 and chance level) and the pure ``metrics.evaluation``.
 """
 
@@ -15,6 +17,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from collection.models import Study
@@ -23,7 +26,8 @@ from common.errors import ServiceError, StudyStateError, reported_errors
 from common.numbers import finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_result
-from metrics.models import Evaluation, Submission
+from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, standing_values
+from metrics.models import Evaluation, Standing, Submission
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +213,8 @@ def _progress(submission_id: int, percent: int) -> None:
 
 
 def submission_evaluate(*, submission_id: int) -> Evaluation | None:
-    """The evaluation at the study's defaults (n0 = 2, its K), storing status and progress."""
+    """The evaluation at the study's defaults (n0 = 2, its K), storing status and progress, with the
+    standing at the default n0; the standings at the leaderboard's other n0 follow in a task."""
     submission = Submission.objects.select_related("study").filter(pk=submission_id).first()
     if submission is None:
         logger.warning("submission %s does not exist", submission_id)
@@ -222,21 +227,68 @@ def submission_evaluate(*, submission_id: int) -> Evaluation | None:
             top_k=submission.study.default_top_k(len(submission.scores)),
             progress=lambda percent: _progress(submission_id, percent),
         )
+        _standing_store(submission, DEFAULT_WEIGHT_OFFSET, evaluation.result)
     except Exception as exc:  # recorded for the model owner, then raised for the worker's log
         Submission.objects.filter(pk=submission_id).update(status=Submission.Status.FAILED, error=str(exc))
         raise
     Submission.objects.filter(pk=submission_id).update(status=Submission.Status.DONE, progress=100)
+    enqueue_on_commit("metrics.submission_standings", submission_id, recovered_by=SWEEP_RECOVERY)
     return evaluation
 
 
+def submission_standings(*, submission_id: int) -> int:
+    """Store the submission's standings at every n0 the leaderboard offers (those not stored yet, so a
+    second run or a run after a crash adds nothing twice); returns how many were added."""
+    submission = Submission.objects.select_related("study").filter(pk=submission_id).first()
+    if submission is None or submission.status != Submission.Status.DONE:
+        logger.warning("submission %s does not exist or is not evaluated yet; no standings", submission_id)
+        return 0
+    top_k = submission.study.default_top_k(len(submission.scores))
+    stored = set(submission.standings.values_list("weight_offset", flat=True))
+    added = 0
+    for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:
+        if weight_offset in stored:
+            continue
+        evaluation = Evaluation.objects.filter(
+            submission=submission, weight_offset=weight_offset, top_k=top_k
+        ).first()
+        result = (
+            evaluation.result
+            if evaluation is not None
+            else submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k)
+        )
+        added += _standing_store(submission, weight_offset, result)
+    return added
+
+
+def _standing_store(submission: Submission, weight_offset: float, result: dict) -> int:
+    """Store the standing of ``result`` unless one is stored already; 1 if this call stored it."""
+    _, created = Standing.objects.get_or_create(
+        submission=submission, weight_offset=weight_offset, defaults=standing_values(result)
+    )
+    return int(created)
+
+
 def submissions_sweep(*, now: datetime | None = None, stale_seconds: int = 60) -> int:
-    """Start again the evaluations still pending after ``stale_seconds`` (their task was never sent,
-    e.g. the broker was down when they were stored); returns how many (Celery beat)."""
+    """Start again what a lost task left undone (e.g. the broker was down) after ``stale_seconds``: the
+    evaluations still pending and the standings still missing; returns how many tasks (Celery beat)."""
     now = now or timezone.now()
-    pending = Submission.objects.filter(
-        status=Submission.Status.PENDING, created_at__lte=now - timedelta(seconds=stale_seconds)
-    ).values_list("pk", flat=True)
-    return enqueue_each("metrics.submission_evaluate", pending, recovered_by="the next submissions sweep")
+    stale = now - timedelta(seconds=stale_seconds)
+    pending = list(
+        Submission.objects.filter(status=Submission.Status.PENDING, created_at__lte=stale).values_list(
+            "pk", flat=True
+        )
+    )
+    unranked = list(
+        Submission.objects.filter(status=Submission.Status.DONE, created_at__lte=stale)
+        .annotate(standing_count=Count("standings"))
+        .filter(standing_count__lt=len(LEADERBOARD_WEIGHT_OFFSETS))
+        .values_list("pk", flat=True)
+    )
+    recovery = "the next submissions sweep"
+    return enqueue_each("metrics.submission_evaluate", pending, recovered_by=recovery) + enqueue_each(
+        "metrics.submission_standings", unranked, recovered_by=recovery
+    )
 
 
 # --- evaluations ---------------------------------------------------------------------------------
