@@ -1,4 +1,5 @@
 # The Yardstick image: web, worker and beat in docker-compose.yml all run it.
+# (/app/var/metrics exists in the image so that the metrics volume mounted there belongs to the user.)
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -15,9 +16,9 @@ COPY . /app
 RUN pip install . \
     && rm -rf build *.egg-info \
     && useradd --system --create-home --uid 10001 yardstick \
-    && mkdir -p /app/var /app/staticfiles \
-    && chown yardstick:yardstick /app/var /app/staticfiles
+    && mkdir -p /app/var/metrics /app/staticfiles \
+    && chown yardstick:yardstick /app/var /app/var/metrics /app/staticfiles
 
 USER yardstick
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--access-logfile", "-"]
+CMD ["gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"]

@@ -12,7 +12,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -391,18 +391,24 @@ class ComparisonNextView(APIView):
             if result.retry_after_seconds is not None:
                 headers["Retry-After"] = str(result.retry_after_seconds)
             return Response(status=status.HTTP_204_NO_CONTENT, headers=headers)
-        assignment = result.assignment
-        sides = selectors.comparison_display(comparison_id=assignment.comparison_id)
-        body = {
-            "assignment": assignment.pk,
-            "expires_at": assignment.expires_at,
-            "question": study.question,
-            "allow_ties": study.allow_ties,
-            "left": sides["left"],
-            "right": sides["right"],
-            "progress": selectors.annotator_progress(annotator=annotator).as_dict(),
-        }
-        return Response(NextComparisonSerializer(body).data)
+        return Response(next_comparison_body(study, result))
+
+
+_EXPIRES_AT = serializers.DateTimeField()
+
+
+def next_comparison_body(study: Study, result: voting.NextResult) -> dict:
+    """The body of NextComparisonSerializer, laid out from what the lease returned: a vote's answer and
+    GET next send it on every judgement, so it is built from plain values, without a serializer."""
+    return {
+        "assignment": result.assignment.pk,
+        "expires_at": _EXPIRES_AT.to_representation(result.assignment.expires_at),
+        "question": study.question,
+        "allow_ties": study.allow_ties,
+        "left": result.sides["left"],
+        "right": result.sides["right"],
+        "progress": result.progress.as_dict(),
+    }
 
 
 class VoteView(APIView):
@@ -414,17 +420,28 @@ class VoteView(APIView):
     throttle_scope = "vote"
 
     @extend_schema(
-        summary="Vote on your assignment; a retry returns the vote already recorded",
+        summary="Vote on your assignment; the answer carries your next comparison",
+        description="Records the vote once: a retry of the same assignment returns the vote already "
+        "recorded (200), whatever its choice. Either way the answer carries the annotator's next comparison "
+        "in `next`, leased exactly as `GET /api/studies/{slug}/next/` leases it (the same body: the one "
+        "still held while its lease runs, else a new one), so that a judgement costs one request; GET next "
+        "is for the first comparison and after a pause. When there is none, `next` is null, `next_reason` "
+        "says why and `next_retry_after` when to ask again with GET next.",
         operation_id="votes_create",
         tags=["annotators"],
         request=VoteRequestSerializer,
         responses={
-            201: VoteResultSerializer,
-            200: OpenApiResponse(VoteResultSerializer, description="Already recorded by an earlier request."),
+            201: OpenApiResponse(
+                VoteResultSerializer, description="Recorded; the next comparison is in next."
+            ),
+            200: OpenApiResponse(
+                VoteResultSerializer,
+                description="Already recorded by an earlier request; the next comparison is in next.",
+            ),
             400: error_response("A choice the study does not offer, or a malformed request."),
             403: error_response("A session request without the CSRF token."),
             404: error_response("Not one of your assignments."),
-            409: error_response("The lease expired or the ballot closed."),
+            409: error_response("The lease expired or the ballot closed: nothing recorded; GET next."),
         },
     )
     def post(self, request):
@@ -438,10 +455,19 @@ class VoteView(APIView):
             choice=data["choice"],
             client_response_ms=data.get("client_response_ms"),
         )
-        body = {"vote": vote.pk, "assignment": vote.assignment_id, "choice": vote.choice, "created": created}
-        return Response(
-            VoteResultSerializer(body).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        )
+        # The vote is committed; the next lease is a transaction of its own, so that the ballot's
+        # counter row is not held while it runs.
+        result = voting.comparison_next_for(annotator=annotator)
+        body = {
+            "vote": vote.pk,
+            "assignment": vote.assignment_id,
+            "choice": vote.choice,
+            "created": created,
+            "next": next_comparison_body(annotator.study, result) if result.assignment else None,
+            "next_reason": result.reason,
+            "next_retry_after": result.retry_after_seconds,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @staticmethod
     def _annotator_of_assignment(request, assignment_id: int):

@@ -1,11 +1,61 @@
-"""Who is voting: the annotator of a request, from a crowd participant id, a login or the session."""
+"""Who is voting: the annotator of a request, from a crowd participant id, a login or a signed cookie.
+
+Once known, a browser's annotators ({study id: annotator id}) travel in a signed cookie
+(``ANNOTATOR_COOKIE``, signed with SECRET_KEY, valid ``ANNOTATOR_COOKIE_MAX_AGE``), so that a vote or a
+``next`` does not read (or write) a session row to find out who is asking. A forged, tampered or
+expired cookie is ignored: the request is then as one without it. Browsers that joined before the
+cookie existed are still found through their session. ``AnnotatorCookieMiddleware`` writes the cookie
+when a request learned a new annotator (the consent form, a participant link).
+"""
 
 from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.core import signing
 
 from collection.models import Annotator, Study
 from collection.voting import annotator_for
 
-SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id} in the browser session
+SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id}, in sessions made before the cookie
+ANNOTATOR_COOKIE = "yardstick_annotator"
+ANNOTATOR_COOKIE_MAX_AGE = 60 * 60 * 24 * 30  # a study runs for days or weeks; the link joins again after
+_SALT = "collection.identity.annotators"
+_REMEMBERED = "_yardstick_annotators"  # request attribute: the cookie's mapping, read once per request
+_CHANGED = "_yardstick_annotators_changed"  # request attribute: the cookie must be written
+
+
+def _remembered(request) -> dict[str, int]:
+    """The {study id: annotator id} of the request's cookie, or of its session before the cookie."""
+    request = getattr(request, "_request", request)  # REST framework's request wraps Django's
+    remembered = getattr(request, _REMEMBERED, None)
+    if remembered is not None:
+        return remembered
+    remembered = {}
+    value = request.COOKIES.get(ANNOTATOR_COOKIE)
+    if value:
+        try:
+            loaded = signing.loads(value, salt=_SALT, max_age=ANNOTATOR_COOKIE_MAX_AGE)
+        except signing.BadSignature:  # forged, tampered or expired (SignatureExpired is a BadSignature)
+            loaded = None
+        if isinstance(loaded, dict):
+            remembered = {str(k): v for k, v in loaded.items() if isinstance(v, int)}
+    setattr(request, _CHANGED, False)
+    if not remembered and settings.SESSION_COOKIE_NAME in request.COOKIES:
+        remembered = dict(request.session.get(SESSION_ANNOTATORS, {}))
+        setattr(request, _CHANGED, bool(remembered))  # moved into the cookie: the session is not read again
+    setattr(request, _REMEMBERED, remembered)
+    return remembered
+
+
+def annotator_key(request) -> str | None:
+    """A stable key of the request's signed annotator cookie (for rate limits), or None without one."""
+    remembered = _remembered(request)
+    if not remembered:
+        return None
+    canonical = ",".join(f"{k}:{v}" for k, v in sorted(remembered.items()))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 def annotator_from_request(
@@ -13,12 +63,12 @@ def annotator_from_request(
 ) -> Annotator | None:
     """The request's annotator in ``study``, or None if it has none and ``create`` is False.
 
-    A participant id (from the crowd platform's link) wins and is remembered in the session; then the
-    annotator remembered in the session; then the logged-in user's. With ``create`` (the consent
+    A participant id (from the crowd platform's link) wins and is remembered in the cookie; then the
+    annotator remembered in the cookie; then the logged-in user's. With ``create`` (the consent
     form), a logged-in user without one gets one, and anybody else a new anonymous annotator bound to
     this browser session; without it nothing is created, so a stray request leaves no row behind.
     """
-    remembered = request.session.get(SESSION_ANNOTATORS, {})
+    remembered = _remembered(request)
     annotator = None
     if participant_id:
         annotator = annotator_for(study=study, participant_id=participant_id.strip())
@@ -34,7 +84,29 @@ def annotator_from_request(
         annotator = annotator_for(study=study, session_key=request.session.session_key)
     if annotator is not None and remembered.get(str(study.pk)) != annotator.pk:
         remembered[str(study.pk)] = annotator.pk
-        request.session[SESSION_ANNOTATORS] = remembered
+        setattr(getattr(request, "_request", request), _CHANGED, True)
     if annotator is not None:
         annotator.study = study  # the caller's instance: one query less per request
     return annotator
+
+
+class AnnotatorCookieMiddleware:
+    """Writes the signed annotator cookie on the response of a request that learned a new annotator."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        # The rate limits' key of this annotator (common/throttling.py), from a cookie that verifies.
+        request.annotator_key = annotator_key(request) if ANNOTATOR_COOKIE in request.COOKIES else None
+        response = self.get_response(request)
+        if getattr(request, _CHANGED, False):
+            response.set_cookie(
+                ANNOTATOR_COOKIE,
+                signing.dumps(getattr(request, _REMEMBERED), salt=_SALT, compress=True),
+                max_age=ANNOTATOR_COOKIE_MAX_AGE,
+                secure=settings.SESSION_COOKIE_SECURE,
+                httponly=True,
+                samesite="Lax",
+            )
+        return response

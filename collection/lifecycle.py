@@ -5,18 +5,25 @@
 A ballot closes when its last comparison is voted (``collection.voting.vote_record`` asks for the close
 through ``ballot_close_request``), when a researcher closes it now (``study_close_current_ballot``), or
 when the sweep (Celery beat) finds it past its deadline or fully voted with its close never run. The
-close itself runs in the Celery task ``scoring.ballot_close`` (``collection.tasks``), after commit.
+close itself runs in the Celery task ``scoring.ballot_close`` (``collection.tasks``), after commit:
+on a worker on the full stack; on the embedded default (eager Celery) after the response of the request
+that asked for it (``common.tasks``), so the annotator whose vote completes the ballot does not wait.
+Each close stores how long it took (``Ballot.close_seconds``); ``ballot_close_wait_seconds`` turns
+those into the wait told to annotators who arrive while a ballot closes.
 The sweep also returns expired leases to the pool and sends again the jobs whose task was never sent.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from datetime import datetime, timedelta
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from collection import arrays
@@ -115,13 +122,56 @@ def ballot_open(*, study: Study, number: int, item_indices, now: datetime | None
 # --- asking for a close --------------------------------------------------------------------------
 
 
-def ballot_close_request(*, ballot_id: int) -> None:
+def ballot_close_request(*, ballot_id: int, after_response: bool = True) -> None:
     """Have the ballot closed by the Celery task once the current transaction commits.
 
+    On the embedded default (eager Celery) the close runs after the response of the request that asked
+    for it (the annotator whose vote completes the ballot does not wait for it), or, without
+    ``after_response``, before it (a researcher's close-now, whose page reports the close).
     Whatever happens to the message, what asked for it stands: a broker that is down is logged, and the
     sweep closes the ballot (fully voted, or past the deadline set by a close-now) at its next run.
     """
-    enqueue_on_commit(BALLOT_CLOSE_TASK, ballot_id, recovered_by=BALLOT_CLOSE_RECOVERY)
+    enqueue_on_commit(
+        BALLOT_CLOSE_TASK, ballot_id, recovered_by=BALLOT_CLOSE_RECOVERY, after_response=after_response
+    )
+
+
+# The wait told while a ballot closes, when no close of the study has been measured yet: the sweep
+# interval (settings, SWEEP_SECONDS), within which the sweep closes a fully voted ballot whose task was
+# lost. The bounds keep a page from reloading several times a second, or from waiting for ever.
+MIN_CLOSE_WAIT_SECONDS = 2
+MAX_CLOSE_WAIT_SECONDS = 600
+# Margin on the estimate: a close of the same size varies (the database's cache, the machine's load),
+# and a page that reloads too early costs a request and shows the wait again.
+CLOSE_WAIT_MARGIN = 1.5
+
+
+def ballot_close_wait_seconds(
+    *, study_id: int, ballot: Ballot | None = None, comparison_count: int | None = None
+) -> int:
+    """Seconds to tell annotators who arrive while ``ballot`` closes (the page reloads after them).
+
+    The closes already measured in the study (``Ballot.close_seconds``) give the seconds per
+    comparison, since a close's work (its votes, the next ballot's comparisons) grows with its
+    comparisons; times the closing ballot's comparisons, with a margin of half, plus one second for
+    the page to reload. Before any close was measured: the sweep interval. Bounded to 2 to 600 s.
+    ``comparison_count`` stands for ``ballot.comparison_count`` where the caller read it without the row.
+    """
+    if ballot is not None:
+        comparison_count = ballot.comparison_count
+    measured = Ballot.objects.filter(study_id=study_id, close_seconds__isnull=False).aggregate(
+        seconds=Sum("close_seconds"), comparisons=Sum("comparison_count")
+    )
+    if comparison_count is None or not measured["comparisons"]:
+        estimate = _sweep_seconds()
+    else:
+        per_comparison = measured["seconds"] / measured["comparisons"]
+        estimate = per_comparison * comparison_count * CLOSE_WAIT_MARGIN + 1
+    return int(min(max(math.ceil(estimate), MIN_CLOSE_WAIT_SECONDS), MAX_CLOSE_WAIT_SECONDS))
+
+
+def _sweep_seconds() -> float:
+    return float(settings.CELERY_BEAT_SCHEDULE["ballots-sweep"]["schedule"])
 
 
 @transaction.atomic
@@ -138,7 +188,7 @@ def study_close_current_ballot(*, study: Study, now: datetime | None = None) -> 
     if ballot.deadline is None or ballot.deadline > now:
         ballot.deadline = now
         ballot.save(update_fields=["deadline"])
-    ballot_close_request(ballot_id=ballot.pk)
+    ballot_close_request(ballot_id=ballot.pk, after_response=False)  # the researcher's page reports it
     return ballot
 
 
@@ -164,6 +214,7 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
         # The time is taken once the row is locked: a vote committed while this close waited for the
         # lock must not be stamped after the close that counted it.
         now = now or timezone.now()
+        started = time.perf_counter()
         study = ballot.study
         item_ids = arrays.item_ids(study_id=study.pk)
         item_count = item_ids.size
@@ -230,6 +281,10 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
             ballot_open(study=study, number=ballot.number + 1, item_indices=survivors, now=now)
         else:
             study_finish(study=study, item_ids=item_ids, now=now)
+        # Stored last, to count the opening of the next ballot: the ballot row is saved closed before
+        # it, as the next one may open only once this one is closed (one open ballot per study).
+        ballot.close_seconds = time.perf_counter() - started
+        Ballot.objects.filter(pk=ballot.pk).update(close_seconds=ballot.close_seconds)
         return ballot
 
 

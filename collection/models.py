@@ -394,6 +394,12 @@ class Ballot(models.Model):
     deadline = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     rescale_slope = models.FloatField(null=True, blank=True, help_text="b̂(k) of Eq. 6.")
+    close_seconds = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="How long its close took (scoring it and opening the next ballot), in seconds; "
+        "the wait told to annotators who arrive while a later ballot closes is estimated from it.",
+    )
 
     class Meta:
         ordering = ["study", "number"]

@@ -8,7 +8,7 @@ from rest_framework.authentication import CSRFCheck, SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
-from collection.identity import annotator_from_request
+from collection.identity import ANNOTATOR_COOKIE, annotator_from_request
 from collection.models import Annotator, Study
 
 
@@ -27,13 +27,14 @@ class IsStaff(BasePermission):
 class AnnotatorSessionAuthentication(SessionAuthentication):
     """Session authentication that also checks CSRF for anonymous annotators.
 
-    DRF checks CSRF only for logged-in users, but an anonymous annotator is identified by the session
-    cookie too, so another site could make their browser vote. Every unsafe request that carries the
-    session cookie must bring the CSRF token, logged in or not.
+    DRF checks CSRF only for logged-in users, but an anonymous annotator is identified by a cookie too
+    (the signed annotator cookie, or the session), so another site could make their browser vote.
+    Every unsafe request that carries either cookie must bring the CSRF token, logged in or not.
     """
 
     def authenticate(self, request):
-        if settings.SESSION_COOKIE_NAME in request._request.COOKIES:
+        cookies = request._request.COOKIES
+        if settings.SESSION_COOKIE_NAME in cookies or ANNOTATOR_COOKIE in cookies:
             self.enforce_csrf(request)
         user = getattr(request._request, "user", None)
         if user is None or not user.is_active:

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from collection import limits
 from collection.models import Item, Study, StudyChange, StudyJob, Token, Vote
+from collection.voting import NextReason
 from common.schema import BoundedFloatField
 from common.serializers import MAX_DATABASE_ID, StrictJSONTypes
 
@@ -309,10 +310,36 @@ class VoteRequestSerializer(StrictJSONTypes, serializers.Serializer):
     )
 
 
+NEXT_REASONS = [
+    (NextReason.OK, "a comparison is in next"),
+    (NextReason.NOT_STARTED, "the study has not started"),
+    (NextReason.FINISHED, "the study has finished"),
+    (NextReason.QUOTA, "you made as many comparisons in this ballot as one person may"),
+    (NextReason.BALLOT_CLOSING, "every comparison of the ballot is judged; the next ballot opens soon"),
+    (NextReason.NONE_FOR_YOU, "the comparisons left are pairs you have judged"),
+    (NextReason.ALL_LEASED, "the comparisons left are being judged by others; some may come back"),
+]
+
+
 class VoteResultSerializer(serializers.Serializer):
     vote = serializers.IntegerField()
     assignment = serializers.IntegerField()
     choice = serializers.ChoiceField(choices=Vote.Choice.choices)
     created = serializers.BooleanField(
         help_text="False when the vote was already recorded by an earlier request."
+    )
+    next = NextComparisonSerializer(
+        allow_null=True,
+        help_text="Your next comparison, leased as GET /api/studies/{slug}/next/ would lease it (the same "
+        "body): show it without asking for it. null when there is none; next_reason says why.",
+    )
+    next_reason = serializers.ChoiceField(
+        choices=NEXT_REASONS,
+        help_text="ok when next holds a comparison; otherwise why there is none (GET next's X-Yardstick-Reason).",
+    )
+    next_retry_after = serializers.IntegerField(
+        allow_null=True,
+        min_value=0,
+        help_text="Seconds after which a comparison may be available, when one is expected "
+        "(GET next's Retry-After); null otherwise.",
     )

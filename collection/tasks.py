@@ -6,10 +6,14 @@ the name it had when the close lived in the scoring app.
 
 from __future__ import annotations
 
+import time
+
 from celery import shared_task
+from django.utils import timezone
 
 from collection.jobs import study_job_run
 from collection.lifecycle import ballot_close
+from common.observability import BALLOT_CLOSE_SECONDS
 
 
 @shared_task(name="collection.study_job_run", acks_late=True)
@@ -21,6 +25,14 @@ def study_job_run_task(job_id: int) -> str:
 
 @shared_task(name="scoring.ballot_close", acks_late=True)
 def ballot_close_task(ballot_id: int) -> str:
-    """Close a ballot (idempotent: a closed ballot is left as it is)."""
+    """Close a ballot (idempotent: a closed ballot is left as it is); its duration goes to /metrics."""
+    called_at, started = timezone.now(), time.perf_counter()
     ballot = ballot_close(ballot_id=ballot_id)
+    # The close stamps closed_at after it has the ballot's lock, so a ballot closed before this call
+    # has an earlier closed_at: that was a repeated message, which did no work.
+    if ballot is None:
+        outcome = "missing"
+    else:
+        outcome = "closed" if ballot.closed_at >= called_at else "already_closed"
+    BALLOT_CLOSE_SECONDS.labels(outcome).observe(time.perf_counter() - started)
     return "missing" if ballot is None else f"{ballot} {ballot.status}"

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from collection.identity import annotator_from_request
 from collection.models import Study
-from collection.selectors import annotator_progress, comparison_display
+from collection.selectors import annotator_progress
 from collection.signing import SIGNATURE_PARAMETER, signature_valid
 from collection.voting import (
     NextReason,
@@ -179,7 +179,7 @@ def _consent(request, study):
 @ensure_csrf_cookie  # vote.js sends the cookie's token with its API calls
 @require_http_methods(["GET", "POST"])
 def vote(request, slug):
-    """The next comparison (GET), or a vote on the current one (POST, then back to GET)."""
+    """The next comparison (GET), or a vote on the current one and then the next comparison (POST)."""
     study = get_object_or_404(Study, slug=slug)
     annotator = annotator_from_request(request, study)
     if annotator is None or annotator.consented_at is None:
@@ -191,16 +191,19 @@ def vote(request, slug):
         return _too_fast_page(request, study, wait, next_url=reverse("collection:vote", args=[study.slug]))
     if request.method == "POST":
         return _vote_post(request, study, annotator)
+    return _next_page(request, study, annotator, comparison_next_for(annotator=annotator))
 
-    result = comparison_next_for(annotator=annotator)
-    progress = annotator_progress(annotator=annotator)
+
+def _next_page(request, study, annotator, result):
+    """The voting page of the annotator's next comparison, or the page that says why there is none."""
     if result.assignment is None:
+        progress = result.progress or annotator_progress(annotator=annotator)
         return _nothing_page(request, study, result, progress)
     context = {
         "study": study,
         "assignment": result.assignment,
-        "items": comparison_display(comparison_id=result.assignment.comparison_id),
-        "progress": progress,
+        "items": result.sides,
+        "progress": result.progress,
         "api_vote_url": f"{get_script_prefix()}api/votes/",
         "api_next_url": f"{get_script_prefix()}api/studies/{study.slug}/next/",
     }
@@ -208,6 +211,13 @@ def vote(request, slug):
 
 
 def _vote_post(request, study, annotator):
+    """Record the vote and answer with the next comparison's page: one round trip per judgement.
+
+    Not post/redirect/get: sending the form again (reload, back) records nothing twice, since a vote on
+    an assignment already voted returns the recorded one, and shows the comparison the annotator holds.
+    When there is no next comparison the answer redirects to the voting page, which says why and checks
+    again by itself (its refresh must not send the form again).
+    """
     try:
         assignment_id = int(request.POST.get("assignment", ""))
     except ValueError:
@@ -222,7 +232,10 @@ def _vote_post(request, study, annotator):
         )
     except ServiceError as error:
         return _vote_error_page(request, study, error)
-    return redirect("collection:vote", slug=study.slug)
+    result = comparison_next_for(annotator=annotator)
+    if result.assignment is None:
+        return redirect("collection:vote", slug=study.slug)
+    return _next_page(request, study, annotator, result)
 
 
 def _too_fast_page(request, study, wait: int, *, next_url: str):

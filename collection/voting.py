@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from collection.lifecycle import ballot_close_request
+from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
+from collection.selectors import AnnotatorProgress, comparison_display
 from common.errors import ServiceError
 
 # --- annotators ----------------------------------------------------------------------------------
@@ -63,22 +64,244 @@ class NextReason:
     ALL_LEASED = "all_leased"
 
 
+ALL_LEASED_MAX_RETRY_SECONDS = 60
+
+
 @dataclass
 class NextResult:
+    """The annotator's assignment with what a page shows of it, or why there is none.
+
+    With an assignment, ``sides`` holds both items as shown (``{"left": {"item": id, "tokens": [a, b]},
+    "right": …}``) and ``progress`` where the annotator stands, read in the same statements as the lease.
+    """
+
     assignment: Assignment | None
     reason: str
     retry_after_seconds: int | None = None
+    sides: dict | None = None
+    progress: AnnotatorProgress | None = None
 
 
-def _available_comparisons(ballot: Ballot, now: datetime):
-    return Comparison.objects.filter(ballot=ballot).filter(
+def _available_comparisons(ballot_id: int, now: datetime):
+    return Comparison.objects.filter(ballot_id=ballot_id).filter(
         Q(status=Comparison.Status.OPEN) | Q(status=Comparison.Status.LEASED, lease_expires_at__lt=now)
     )
 
 
+def _nothing_in_open_ballot(*, study: Study, reason: str, comparison_count: int) -> NextResult:
+    """No assignment although a ballot is open; a closing ballot says how long its close should take."""
+    if reason == NextReason.BALLOT_CLOSING:
+        retry = ballot_close_wait_seconds(study_id=study.pk, comparison_count=comparison_count)
+    elif reason == NextReason.ALL_LEASED:
+        retry = min(study.lease_seconds, ALL_LEASED_MAX_RETRY_SECONDS)
+    else:
+        retry = None
+    return NextResult(None, reason, retry_after_seconds=retry)
+
+
+def _no_open_ballot(*, study: Study) -> NextResult:
+    status = Study.objects.values_list("status", flat=True).get(pk=study.pk)
+    if status == Study.Status.DRAFT:
+        return NextResult(None, NextReason.NOT_STARTED)
+    if status == Study.Status.FINISHED:
+        return NextResult(None, NextReason.FINISHED)
+    return NextResult(
+        None, NextReason.BALLOT_CLOSING, retry_after_seconds=ballot_close_wait_seconds(study_id=study.pk)
+    )
+
+
+def _assignment(**values) -> Assignment:
+    """An Assignment for a row read by raw SQL, without another query."""
+    assignment = Assignment(**values)
+    assignment._state.adding, assignment._state.db = False, connection.alias
+    return assignment
+
+
+@transaction.atomic
+def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) -> NextResult:
+    """Lease the annotator a comparison of the open ballot, or say why there is none.
+
+    The annotator gets back the assignment they already hold, if its lease runs; otherwise the first
+    available comparison (never voted, lease free or expired) whose pair of items they have not judged
+    in this study, within their cap for the ballot. Concurrent annotators never receive the same
+    comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one statement that
+    also ends the leases it replaces, creates the assignment and returns both items' tokens and the
+    annotator's progress; on SQLite the IMMEDIATE transaction serialises the whole lease.
+    """
+    now = now or timezone.now()
+    if connection.vendor == "postgresql":
+        return _lease_in_one_statement(annotator=annotator, now=now)
+    return _lease_step_by_step(annotator=annotator, now=now)
+
+
+def _lock_annotator(annotator: Annotator) -> None:
+    # One lease at a time per annotator: two requests of one annotator at once (a double click, two
+    # tabs) would both create an active assignment and the second would break the unique constraint;
+    # with the annotator's row locked, the second waits and gets the assignment the first made. A
+    # statement of its own: in READ COMMITTED, the statements after it see what the first one committed.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM collection_annotator WHERE id = %s FOR UPDATE", [annotator.pk])
+
+
+# Everything after the annotator's lock, in one statement. The data-modifying CTEs run once each; the
+# INSERT of the new assignment waits for "released" and "ended" through its filter, so the leases it
+# replaces are no longer active when the partial unique indexes check it.
+_LEASE_SQL = """
+WITH ballot AS (
+    SELECT b.id, b.number, b.comparison_count, b.votes_recorded
+    FROM collection_ballot b
+    WHERE b.study_id = %(study)s AND b.status = 'open'
+),
+held AS (
+    SELECT a.id, a.comparison_id, a.ballot_id, a.issued_at, a.expires_at,
+           (a.expires_at > %(now)s AND a.ballot_id = (SELECT id FROM ballot)) IS TRUE AS valid
+    FROM collection_assignment a
+    WHERE a.annotator_id = %(annotator)s AND a.status = 'active'
+),
+released AS (
+    UPDATE collection_assignment SET status = 'expired'
+    WHERE id IN (SELECT id FROM held WHERE NOT valid) AND EXISTS (SELECT 1 FROM ballot)
+    RETURNING id
+),
+votes AS (
+    SELECT count(*) AS total,
+           count(*) FILTER (WHERE v.ballot_id = (SELECT id FROM ballot)) AS in_ballot
+    FROM collection_vote v
+    WHERE v.annotator_id = %(annotator)s
+),
+free AS (
+    SELECT c.id, c.status
+    FROM collection_comparison c
+    WHERE c.ballot_id = (SELECT id FROM ballot)
+      AND NOT EXISTS (SELECT 1 FROM held WHERE valid)
+      AND (%(cap)s::integer IS NULL OR (SELECT in_ballot FROM votes) < %(cap)s::integer)
+      AND (c.status = 'open' OR (c.status = 'leased' AND c.lease_expires_at < %(now)s))
+      AND NOT EXISTS (
+          SELECT 1 FROM collection_vote v
+          WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
+      )
+    ORDER BY c.position
+    LIMIT 1
+    FOR UPDATE OF c SKIP LOCKED
+),
+ended AS (
+    UPDATE collection_assignment SET status = 'expired'
+    WHERE status = 'active' AND comparison_id IN (SELECT id FROM free WHERE status = 'leased')
+    RETURNING id
+),
+leased AS (
+    UPDATE collection_comparison c SET status = 'leased', lease_expires_at = %(expires)s
+    FROM free
+    WHERE c.id = free.id
+    RETURNING c.id, c.ballot_id
+),
+created AS (
+    INSERT INTO collection_assignment (comparison_id, ballot_id, annotator_id, status, issued_at, expires_at)
+    SELECT leased.id, leased.ballot_id, %(annotator)s, 'active', %(now)s, %(expires)s
+    FROM leased
+    WHERE (SELECT count(*) FROM released) >= 0 AND (SELECT count(*) FROM ended) >= 0
+    RETURNING id, comparison_id, ballot_id, issued_at, expires_at
+),
+given AS (
+    SELECT id, comparison_id, ballot_id, issued_at, expires_at FROM created
+    UNION ALL
+    SELECT id, comparison_id, ballot_id, issued_at, expires_at FROM held WHERE valid
+)
+SELECT ballot.id, ballot.number, ballot.comparison_count, ballot.votes_recorded,
+       votes.total, votes.in_ballot,
+       given.id, given.comparison_id, given.issued_at, given.expires_at,
+       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text,
+       CASE WHEN given.id IS NULL AND ballot.id IS NOT NULL THEN EXISTS (
+           SELECT 1 FROM collection_comparison other
+           WHERE other.ballot_id = ballot.id
+             AND (other.status = 'open' OR (other.status = 'leased' AND other.lease_expires_at < %(now)s))
+       ) END
+FROM votes
+LEFT JOIN ballot ON TRUE
+LEFT JOIN given ON TRUE
+LEFT JOIN collection_comparison c ON c.id = given.comparison_id
+LEFT JOIN collection_item left_item ON left_item.id = c.left_item_id
+LEFT JOIN collection_token left_a ON left_a.id = left_item.token_a_id
+LEFT JOIN collection_token left_b ON left_b.id = left_item.token_b_id
+LEFT JOIN collection_item right_item ON right_item.id = c.right_item_id
+LEFT JOIN collection_token right_a ON right_a.id = right_item.token_a_id
+LEFT JOIN collection_token right_b ON right_b.id = right_item.token_b_id
+"""
+
+
+def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResult:
+    """PostgreSQL: the annotator's lock, then the whole lease in one statement (``_LEASE_SQL``)."""
+    study = annotator.study
+    _lock_annotator(annotator)
+    parameters = {
+        "study": study.pk,
+        "annotator": annotator.pk,
+        "now": now,
+        "expires": now + timedelta(seconds=study.lease_seconds),
+        "cap": study.votes_per_annotator_per_ballot,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_SQL, parameters)
+        (
+            ballot_id,
+            ballot_number,
+            comparison_count,
+            votes_recorded,
+            votes_total,
+            votes_in_ballot,
+            assignment_id,
+            comparison_id,
+            issued_at,
+            expires_at,
+            left_item,
+            left_a,
+            left_b,
+            right_item,
+            right_a,
+            right_b,
+            any_available,
+        ) = cursor.fetchone()
+    if ballot_id is None:
+        return _no_open_ballot(study=study)
+    progress = AnnotatorProgress(
+        ballot_number=ballot_number,
+        ballot_count=study.ballot_count,
+        votes_in_ballot=votes_in_ballot,
+        cap=study.votes_per_annotator_per_ballot,
+        votes_total=votes_total,
+        ballot_voted=votes_recorded,
+        ballot_comparisons=comparison_count,
+    )
+    if assignment_id is not None:
+        assignment = _assignment(
+            id=assignment_id,
+            comparison_id=comparison_id,
+            ballot_id=ballot_id,
+            annotator=annotator,
+            status=Assignment.Status.ACTIVE,
+            issued_at=issued_at,
+            expires_at=expires_at,
+        )
+        sides = {
+            "left": {"item": left_item, "tokens": [left_a, left_b]},
+            "right": {"item": right_item, "tokens": [right_a, right_b]},
+        }
+        return NextResult(assignment, NextReason.OK, sides=sides, progress=progress)
+    if progress.quota_reached:
+        reason = NextReason.QUOTA
+    elif votes_recorded >= comparison_count:
+        reason = NextReason.BALLOT_CLOSING
+    elif not any_available:
+        reason = NextReason.ALL_LEASED
+    else:
+        reason = NextReason.NONE_FOR_YOU
+    result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=comparison_count)
+    result.progress = progress
+    return result
+
+
 _FIRST_AVAILABLE_SQL = """
-    SELECT c.id, c.ballot_id, c.position, c.left_item_id, c.right_item_id, c.pair_low, c.pair_high,
-           c.status, c.lease_expires_at
+    SELECT c.id, c.status
     FROM collection_comparison c
     WHERE c.ballot_id = %s
       AND (c.status = 'open' OR (c.status = 'leased' AND c.lease_expires_at < %s))
@@ -91,93 +314,96 @@ _FIRST_AVAILABLE_SQL = """
 """
 
 
-def _first_available_comparison(*, ballot_id: int, annotator_id: int, now: datetime) -> Comparison | None:
-    """The first comparison of the ballot that is free (never voted, lease free or expired) and whose
-    pair the annotator has not judged, locked with FOR UPDATE SKIP LOCKED where the database has it.
-
-    Written in SQL because it runs for every vote: the ORM spent ten times longer building this query
-    than the database spent answering it.
-    """
-    sql = _FIRST_AVAILABLE_SQL
-    if connection.features.has_select_for_update_skip_locked:
-        sql += (
-            " FOR UPDATE OF c SKIP LOCKED"
-            if connection.features.has_select_for_update_of
-            else " FOR UPDATE SKIP LOCKED"
-        )
-    rows = list(
-        Comparison.objects.raw(sql, [ballot_id, connection.ops.adapt_datetimefield_value(now), annotator_id])
-    )
-    return rows[0] if rows else None
-
-
-@transaction.atomic
-def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) -> NextResult:
-    """Lease the annotator a comparison of the open ballot, or say why there is none.
-
-    The annotator gets back the assignment they already hold, if its lease runs; otherwise the first
-    available comparison (never voted, lease free or expired) whose pair of items they have not judged
-    in this study, within their cap for the ballot. On PostgreSQL the row is taken with
-    ``SELECT … FOR UPDATE SKIP LOCKED``, so concurrent annotators never receive the same comparison;
-    on SQLite the IMMEDIATE transaction serialises the whole lease. The returned assignment carries
-    its comparison with both items and their tokens.
-    """
-    # One lease at a time per annotator: two requests of one annotator at once (a double click, two
-    # tabs) would both create an active assignment and the second would break the unique constraint;
-    # with the annotator's row locked, the second waits and gets the assignment the first made.
-    list(Annotator.objects.select_for_update().filter(pk=annotator.pk).values_list("pk", flat=True))
-    now = now or timezone.now()
+def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
+    """SQLite (and any database without the PostgreSQL statement): the lease one step at a time,
+    serialised by the IMMEDIATE transaction, which takes the write lock at BEGIN."""
     study = annotator.study
+    if connection.features.has_select_for_update:
+        _lock_annotator(annotator)
     ballot = Ballot.objects.filter(study_id=study.pk, status=Ballot.Status.OPEN).order_by()[:1]
     ballot = ballot[0] if ballot else None
     if ballot is None:
-        status = Study.objects.values_list("status", flat=True).get(pk=study.pk)
-        if status == Study.Status.DRAFT:
-            return NextResult(None, NextReason.NOT_STARTED)
-        if status == Study.Status.FINISHED:
-            return NextResult(None, NextReason.FINISHED)
-        return NextResult(None, NextReason.BALLOT_CLOSING, retry_after_seconds=30)
-
-    held = Assignment.objects.filter(annotator=annotator, status=Assignment.Status.ACTIVE).select_related(
-        "comparison"
-    )[:1]
+        return _no_open_ballot(study=study)
+    counts = Vote.objects.filter(annotator=annotator).aggregate(
+        total=Count("pk"), in_ballot=Count("pk", filter=Q(ballot_id=ballot.pk))
+    )
+    progress = AnnotatorProgress(
+        ballot_number=ballot.number,
+        ballot_count=study.ballot_count,
+        votes_in_ballot=counts["in_ballot"],
+        cap=study.votes_per_annotator_per_ballot,
+        votes_total=counts["total"],
+        ballot_voted=ballot.votes_recorded,
+        ballot_comparisons=ballot.comparison_count,
+    )
+    held = Assignment.objects.filter(annotator=annotator, status=Assignment.Status.ACTIVE)[:1]
     held = held[0] if held else None
     if held is not None:
         if held.expires_at > now and held.ballot_id == ballot.pk:
-            return NextResult(held, NextReason.OK)
+            return NextResult(
+                held,
+                NextReason.OK,
+                sides=comparison_display(comparison_id=held.comparison_id),
+                progress=progress,
+            )
         Assignment.objects.filter(pk=held.pk).update(status=Assignment.Status.EXPIRED)
 
-    cap = study.votes_per_annotator_per_ballot
-    if cap is not None and Vote.objects.filter(annotator=annotator, ballot=ballot).count() >= cap:
-        return NextResult(None, NextReason.QUOTA)
-
-    comparison = _first_available_comparison(ballot_id=ballot.pk, annotator_id=annotator.pk, now=now)
-    if comparison is None:
+    if progress.quota_reached:
+        return NextResult(None, NextReason.QUOTA, progress=progress)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _FIRST_AVAILABLE_SQL,
+            [ballot.pk, connection.ops.adapt_datetimefield_value(now), annotator.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
         if ballot.votes_recorded >= ballot.comparison_count:
-            return NextResult(None, NextReason.BALLOT_CLOSING, retry_after_seconds=30)
-        if not _available_comparisons(ballot, now).exists():
-            return NextResult(None, NextReason.ALL_LEASED, retry_after_seconds=min(study.lease_seconds, 60))
-        return NextResult(None, NextReason.NONE_FOR_YOU)
-
-    if comparison.status == Comparison.Status.LEASED:  # an expired lease: end it before re-leasing
-        Assignment.objects.filter(comparison=comparison, status=Assignment.Status.ACTIVE).update(
+            reason = NextReason.BALLOT_CLOSING
+        elif not _available_comparisons(ballot.pk, now).exists():
+            reason = NextReason.ALL_LEASED
+        else:
+            reason = NextReason.NONE_FOR_YOU
+        result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=ballot.comparison_count)
+        result.progress = progress
+        return result
+    comparison_id, comparison_status = row
+    if comparison_status == Comparison.Status.LEASED:  # an expired lease: end it before re-leasing
+        Assignment.objects.filter(comparison_id=comparison_id, status=Assignment.Status.ACTIVE).update(
             status=Assignment.Status.EXPIRED
         )
     expires_at = now + timedelta(seconds=study.lease_seconds)
-    Comparison.objects.filter(pk=comparison.pk).update(
+    Comparison.objects.filter(pk=comparison_id).update(
         status=Comparison.Status.LEASED, lease_expires_at=expires_at
     )
-    comparison.status, comparison.lease_expires_at = Comparison.Status.LEASED, expires_at
     assignment = Assignment.objects.create(
-        comparison=comparison, ballot=ballot, annotator=annotator, issued_at=now, expires_at=expires_at
+        comparison_id=comparison_id, ballot=ballot, annotator=annotator, issued_at=now, expires_at=expires_at
     )
-    return NextResult(assignment, NextReason.OK)
+    return NextResult(
+        assignment, NextReason.OK, sides=comparison_display(comparison_id=comparison_id), progress=progress
+    )
 
 
 # --- the vote ------------------------------------------------------------------------------------
 
 
-@transaction.atomic
+def _vote_refused(*, status: str, ballot_open: bool, ballot_number: int, expired: bool) -> ServiceError:
+    if not ballot_open or status == Assignment.Status.CANCELLED:
+        return ServiceError(
+            f"ballot {ballot_number} is closed; this comparison no longer takes votes", status=409
+        )
+    if status != Assignment.Status.ACTIVE or expired:
+        return ServiceError(
+            "your time for this comparison ran out and it went back to the pool; ask for the next one",
+            status=409,
+        )
+    return ServiceError("this comparison no longer takes votes", status=409)
+
+
+def _client_response_ms(value: int | None) -> int | None:
+    # A page measures its own time; anything outside (0, one day] is a broken clock, not a response.
+    return value if value and 0 < value <= 86_400_000 else None
+
+
 def vote_record(
     *,
     annotator: Annotator,
@@ -191,11 +417,145 @@ def vote_record(
     A retried request for an assignment already voted returns the recorded vote unchanged (created is
     False) whatever its choice. Refused with a 4xx ServiceError: an assignment that is not the
     annotator's (404), a choice the study does not offer (400), an expired lease or a closed ballot
-    (409). The vote that completes its ballot asks for its close, which runs after commit.
+    (409). The comparison is taken by a conditional ``UPDATE … WHERE status = 'leased'`` whose row count
+    decides; on PostgreSQL the whole vote, the ballot's counter included, is one statement, atomic by
+    itself (no BEGIN and COMMIT around it unless the caller has a transaction). The vote that completes
+    its ballot asks for its close, which runs after commit.
     """
     now = now or timezone.now()
     if choice not in Vote.Choice.values:
         raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    if connection.vendor == "postgresql":
+        return _vote_in_one_statement(
+            annotator=annotator,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=_client_response_ms(client_response_ms),
+            now=now,
+        )
+    return _vote_step_by_step(
+        annotator=annotator,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=_client_response_ms(client_response_ms),
+        now=now,
+    )
+
+
+def _tie_refused(annotator: Annotator, choice: str) -> bool:
+    return choice == Vote.Choice.TIE and not annotator.study.allow_ties
+
+
+TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
+
+# The assignment is locked first (a retry of the same vote waits here, then sees it voted); the
+# comparison is taken by the conditional UPDATE, whose row decides; the vote, the assignment and, last,
+# the ballot's counter follow from that row.
+_VOTE_SQL = """
+WITH target AS (
+    SELECT a.id, a.status, a.issued_at, a.expires_at, a.comparison_id, a.ballot_id
+    FROM collection_assignment a
+    WHERE a.id = %(assignment)s AND a.annotator_id = %(annotator)s
+    FOR UPDATE
+),
+state AS (
+    SELECT t.*, b.status = 'open' AS ballot_open, b.number AS ballot_number,
+           (t.status = 'active' AND b.status = 'open' AND t.expires_at > %(now)s AND %(allowed)s) AS may_vote
+    FROM target t
+    JOIN collection_ballot b ON b.id = t.ballot_id
+),
+taken AS (
+    UPDATE collection_comparison c SET status = 'voted', lease_expires_at = NULL
+    FROM state s
+    WHERE c.id = s.comparison_id AND s.may_vote AND c.status = 'leased'
+    RETURNING c.id, c.ballot_id, c.left_item_id, c.right_item_id, c.pair_low, c.pair_high
+),
+vote AS (
+    INSERT INTO collection_vote (assignment_id, comparison_id, annotator_id, ballot_id, left_item_id,
+                                 right_item_id, pair_low, pair_high, choice, response_ms,
+                                 client_response_ms, created_at)
+    SELECT s.id, t.id, %(annotator)s, t.ballot_id, t.left_item_id, t.right_item_id, t.pair_low,
+           t.pair_high, %(choice)s,
+           GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%(now)s - s.issued_at)) * 1000))::integer,
+           %(client_ms)s::integer, %(now)s
+    FROM taken t, state s
+    RETURNING id, assignment_id, comparison_id, ballot_id, left_item_id, right_item_id, pair_low,
+              pair_high, choice, response_ms, client_response_ms, created_at
+),
+marked AS (
+    UPDATE collection_assignment a SET status = 'voted'
+    FROM vote
+    WHERE a.id = vote.assignment_id
+    RETURNING a.id
+),
+counter AS (
+    UPDATE collection_ballot b SET votes_recorded = b.votes_recorded + 1
+    FROM vote
+    WHERE b.id = vote.ballot_id
+    RETURNING b.votes_recorded, b.comparison_count
+)
+SELECT s.status, s.ballot_open, s.ballot_number, s.expires_at <= %(now)s, s.ballot_id,
+       (SELECT count(*) FROM marked), counter.votes_recorded, counter.comparison_count, vote.*
+FROM state s
+LEFT JOIN vote ON TRUE
+LEFT JOIN counter ON TRUE
+"""
+_VOTE_FIELDS = [
+    "id",
+    "assignment_id",
+    "comparison_id",
+    "ballot_id",
+    "left_item_id",
+    "right_item_id",
+    "pair_low",
+    "pair_high",
+    "choice",
+    "response_ms",
+    "client_response_ms",
+    "created_at",
+]
+
+
+def _vote_in_one_statement(
+    *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
+) -> tuple[Vote, bool]:
+    parameters = {
+        "assignment": assignment_id,
+        "annotator": annotator.pk,
+        "now": now,
+        "allowed": not _tie_refused(annotator, choice),
+        "choice": choice,
+        "client_ms": client_response_ms,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_VOTE_SQL, parameters)
+        row = cursor.fetchone()
+    if row is None:
+        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+    status, ballot_open, ballot_number, expired, ballot_id, _marked, recorded, comparison_count = row[:8]
+    vote_values = row[8:]
+    if vote_values[0] is None:
+        if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
+            return Vote.objects.get(assignment_id=assignment_id), False
+        if _tie_refused(annotator, choice):
+            raise ServiceError(TIE_REFUSED)
+        raise _vote_refused(
+            status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired
+        )
+    values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=annotator.pk)
+    fields = [field.attname for field in Vote._meta.concrete_fields]
+    vote = Vote.from_db(connection.alias, fields, [values[name] for name in fields])
+    vote.annotator = annotator
+    if recorded >= comparison_count:
+        ballot_close_request(ballot_id=ballot_id)
+    return vote, True
+
+
+@transaction.atomic
+def _vote_step_by_step(
+    *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
+) -> tuple[Vote, bool]:
+    """SQLite: the vote one step at a time inside the IMMEDIATE transaction."""
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("comparison", "ballot")
@@ -206,17 +566,19 @@ def vote_record(
         raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
     if assignment.status == Assignment.Status.VOTED:
         return Vote.objects.get(assignment=assignment), False
-    if choice == Vote.Choice.TIE and not annotator.study.allow_ties:
-        raise ServiceError('this study does not allow ties: choose "left" or "right"')
+    if _tie_refused(annotator, choice):
+        raise ServiceError(TIE_REFUSED)
     ballot, comparison = assignment.ballot, assignment.comparison
-    if ballot.status != Ballot.Status.OPEN or assignment.status == Assignment.Status.CANCELLED:
-        raise ServiceError(
-            f"ballot {ballot.number} is closed; this comparison no longer takes votes", status=409
-        )
-    if assignment.status != Assignment.Status.ACTIVE or assignment.expires_at <= now:
-        raise ServiceError(
-            "your time for this comparison ran out and it went back to the pool; ask for the next one",
-            status=409,
+    if (
+        ballot.status != Ballot.Status.OPEN
+        or assignment.status != Assignment.Status.ACTIVE
+        or assignment.expires_at <= now
+    ):
+        raise _vote_refused(
+            status=assignment.status,
+            ballot_open=ballot.status == Ballot.Status.OPEN,
+            ballot_number=ballot.number,
+            expired=assignment.expires_at <= now,
         )
     # A conditional UPDATE: its row count says whether this vote is the one that takes the comparison.
     taken = Comparison.objects.filter(pk=comparison.pk, status=Comparison.Status.LEASED).update(
@@ -235,10 +597,7 @@ def vote_record(
         pair_high=comparison.pair_high,
         choice=choice,
         response_ms=max(0, int((now - assignment.issued_at).total_seconds() * 1000)),
-        # A page measures its own time; anything outside (0, one day] is a broken clock, not a response.
-        client_response_ms=client_response_ms
-        if client_response_ms and 0 < client_response_ms <= 86_400_000
-        else None,
+        client_response_ms=client_response_ms,
     )
     Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.VOTED)
     # The counter row is the last one locked, so votes of one ballot serialise only briefly; the

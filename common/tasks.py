@@ -8,12 +8,22 @@ way has a sweep (Celery beat) that finds the work and does it later.
 Services name the task they start (``"scoring.ballot_close"``) and never import a tasks module: tasks
 import services, so an import the other way would be a cycle. The name is looked up in the Celery
 app's registry, as a worker looks up a message's task, in eager mode too.
+
+On the embedded default (eager Celery, ``CELERY_TASK_ALWAYS_EAGER``) "sending" a task runs it in the
+process that sends it. A task asked for with ``after_response=True`` during a request (the close of a
+ballot, asked for by the vote that completes it) then runs after the response: a middleware
+(``AfterResponseMiddleware``) opens a list of work while the view runs, the commit appends to it, and
+the response's ``close()`` runs it, which the WSGI server calls once the body has been sent (and the
+test client before it returns the response, so tests see the work done). Outside a
+request (a management command, a test calling services, a worker) nothing changes: the task runs at
+commit. The full stack (a broker) is unchanged too: the message is sent at commit and a worker runs it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from celery import current_app
 from django.db import transaction
@@ -48,13 +58,23 @@ def enqueue(task, *args, recovered_by: str) -> bool:
     return True
 
 
-def enqueue_on_commit(task, *args, recovered_by: str) -> None:
+def enqueue_on_commit(task, *args, recovered_by: str, after_response: bool = False) -> None:
     """``enqueue`` once the current transaction commits (at once outside a transaction).
 
-    The name is resolved now, so that a name no task has fails where it is written, not after commit.
+    With ``after_response``, an eager task (the embedded default) asked for during a request runs
+    after the request's response has been sent (``run_after_response``), not before it: for work
+    whose result the person who asked does not wait for. The name is resolved now, so that a name no
+    task has fails where it is written, not after commit.
     """
     task = task_named(task) if isinstance(task, str) else task
-    transaction.on_commit(lambda: enqueue(task, *args, recovered_by=recovered_by))
+
+    def committed():
+        if after_response and task.app.conf.task_always_eager:
+            run_after_response(lambda: enqueue(task, *args, recovered_by=recovered_by))
+        else:
+            enqueue(task, *args, recovered_by=recovered_by)
+
+    transaction.on_commit(committed)
 
 
 def enqueue_each(task, ids: Iterable[int], *, recovered_by: str) -> int:
@@ -64,3 +84,57 @@ def enqueue_each(task, ids: Iterable[int], *, recovered_by: str) -> int:
     for row_id in ids:
         enqueue(task, row_id, recovered_by=recovered_by)
     return len(ids)
+
+
+# --- after the response ----------------------------------------------------------------------------
+
+# The work to run once the current request's response has been sent; None outside a view.
+_after_response: contextvars.ContextVar[list[Callable[[], object]] | None] = contextvars.ContextVar(
+    "after_response", default=None
+)
+
+
+def run_after_response(work: Callable[[], object]) -> None:
+    """Run ``work()`` once the current request's response has been sent; at once outside a request.
+
+    ``work`` must not raise: its exception would reach the WSGI server, not the annotator (``enqueue``
+    logs its own failures).
+    """
+    pending = _after_response.get()
+    if pending is None:
+        work()
+    else:
+        pending.append(work)
+
+
+def _run_pending(pending: list[Callable[[], object]]) -> None:
+    while pending:
+        work = pending.pop(0)
+        try:
+            work()
+        except Exception:  # the response is already sent: nobody else would hear of it
+            logger.exception("work after the response failed")
+
+
+class AfterResponseMiddleware:
+    """Work asked for during the view (``run_after_response``) runs once the response has been sent.
+
+    The list is open only while the view runs, so code after a response that no server closed (a test
+    harness) never queues into it. The work runs from the response's ``close()``, which the WSGI server
+    calls once the body is sent (the test client before it returns the response), before Django's
+    ``request_finished`` closes the database connections.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        pending: list[Callable[[], object]] = []
+        token = _after_response.set(pending)
+        try:
+            response = self.get_response(request)
+        finally:
+            _after_response.reset(token)
+        if pending:
+            response._resource_closers.append(lambda: _run_pending(pending))
+        return response

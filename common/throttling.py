@@ -83,7 +83,8 @@ class _ScopedThrottle(SimpleRateThrottle):
 
 
 class ParticipantThrottle(_ScopedThrottle):
-    """One annotator: their login, else their browser session, else their address."""
+    """One annotator: their login, else their browser session, else their signed annotator cookie, else
+    their address. (The session first: a browser that has one keeps one count when it gets the cookie.)"""
 
     kind = "participant"
 
@@ -92,8 +93,10 @@ class ParticipantThrottle(_ScopedThrottle):
         if user is not None and user.is_authenticated:
             return f"user-{user.pk}"
         session = getattr(request, "session", None)
-        if session is not None and session.session_key:
+        if session is not None and session.session_key:  # the cookie's value: no session row read
             return f"session-{session.session_key}"
+        if key := getattr(request, "annotator_key", None):  # set by collection.identity's middleware
+            return f"annotator-{key}"
         return f"address-{client_address(request)}"
 
 

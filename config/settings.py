@@ -8,6 +8,8 @@ real Celery workers, as many as the load needs, on as many hosts as share the br
 Every variable is listed in README.md ("Configuration").
 """
 
+import os
+import socket
 from pathlib import Path
 
 import environ
@@ -57,6 +59,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "common.observability.RequestLatencyMiddleware",  # outermost: times everything below (no I/O)
     "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
     "common.throttling.LoginLockoutMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -66,8 +69,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "collection.identity.AnnotatorCookieMiddleware",  # who is voting, in a signed cookie (no session row)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "common.tasks.AfterResponseMiddleware",  # eager tasks asked for in a view run after its response
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -104,6 +109,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+elif env.bool("DATABASE_POOL", default=False):
+    # psycopg's pool (Django 5.1+), one per process: a request borrows a connection and gives it back
+    # (Django has the pool check each connection it lends, as CONN_HEALTH_CHECKS does). Persistent
+    # connections (CONN_MAX_AGE) must then be off.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=8),
+        "timeout": 10,
+    }
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -151,6 +166,7 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ACKS_LATE = True  # a worker that dies mid-task leaves the message to another worker
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_SEND_TASK_EVENTS = True  # what Flower shows of the tasks (docker-compose.yml, flower)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
@@ -199,7 +215,9 @@ STORAGES = {
 BEHIND_TLS_PROXY = env.bool("BEHIND_TLS_PROXY", default=False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
-SECURE_REDIRECT_EXEMPT = [r"^healthz/$"]  # the load balancer's probe speaks plain HTTP to the web process
+# The load balancer's probe and Prometheus (with its bearer token, on the internal network) speak plain
+# HTTP to the web process.
+SECURE_REDIRECT_EXEMPT = [r"^healthz/$", r"^metrics$"]
 # HSTS is sent on HTTPS responses only. One year, as the preload list asks; the preload token only
 # consents to a listing the domain's owner must still request (hstspreload.org).
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if BEHIND_TLS_PROXY else 0)
@@ -225,6 +243,19 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=10 * 1024 * 1024)
+
+# --- Prometheus figures (common/observability.py, GET /metrics) --------------------------------
+# The bearer token a scrape must send; without it /metrics answers 403 to everyone.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# A directory that every web and worker process of the deployment shares (a volume in docker-compose.yml).
+# Each host writes its processes' figures under METRICS_DIR/<host name> (prometheus_client's
+# multi-process mode, turned on by PROMETHEUS_MULTIPROC_DIR, which must be set before the library is
+# imported, hence here); a scrape adds up every host's. Empty: each process reports only its own.
+METRICS_DIR = env.str("METRICS_DIR", default="")
+if METRICS_DIR:
+    _metrics_host_dir = Path(METRICS_DIR) / socket.gethostname()
+    _metrics_host_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_metrics_host_dir))
 
 # --- REST API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

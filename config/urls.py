@@ -6,7 +6,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from common.api import not_found
-from config.views import health, home
+from config.views import health, home, metrics
 from metrics.api import TokenObtainView
 
 # The API docs, served from drf-spectacular-sidecar under the site's Content-Security-Policy; our
@@ -38,6 +38,7 @@ urlpatterns = [
     path("studies/", include("scoring.urls")),
     path("models/", include("metrics.urls")),
     path("healthz/", health, name="health"),
+    path("metrics", metrics, name="metrics"),  # Prometheus' default path; a bearer token (METRICS_TOKEN)
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/redoc/", api_redoc, name="api-redoc"),

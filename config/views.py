@@ -1,14 +1,18 @@
-"""Site-wide pages: the home page, and the health endpoint for load balancers.
+"""Site-wide pages: the home page, the health endpoint for load balancers, and Prometheus' /metrics.
 
 They live in config/ because they span the apps: config imports the apps, never the reverse.
 """
 
+from django.conf import settings
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from prometheus_client.exposition import choose_encoder
 
 from collection.models import Study
+from common.observability import bearer_token_problem, scrape_registry
+from config.figures import VotesRecordedCollector
 
 
 @require_GET
@@ -41,3 +45,18 @@ def health(request):
     except Exception as exc:  # the point is to report any database failure, whatever its class
         return JsonResponse({"status": "error", "database": str(exc)}, status=503)
     return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+@require_GET
+def metrics(request):
+    """The Prometheus figures (common/observability.py), for a scrape that sends ``METRICS_TOKEN``."""
+    problem = bearer_token_problem(request.headers.get("Authorization", ""), settings.METRICS_TOKEN)
+    if problem is not None:
+        status, reason = problem
+        response = HttpResponse(reason, status=status, content_type="text/plain; charset=utf-8")
+        if status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    # The format Prometheus asks for (OpenMetrics or the text format), as prometheus_client chooses it.
+    encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+    return HttpResponse(encode(scrape_registry(VotesRecordedCollector())), content_type=content_type)

@@ -5,7 +5,7 @@ blocks (paragraphs, facts, lists, tables, quotes, figures), in the order of Welt
 says. ``metrics.card_render`` writes the document as Markdown and draws its figures for the page
 (``templates/metrics/card.html``), so the download and the page say the same.
 
-PURE module: the standard library only. Numbers are shown with three or four significant digits; a
+PURE module: the standard library and ``common.numbers`` only. Numbers are shown with three or four significant digits; a
 value that was not measured (None, NaN) is written "not measured", never "nan". The module is long
 because it holds the card's text: nine sections of prose, one function each.
 """
@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import ClassVar
+
+from common.numbers import finite_or_none
 
 __all__ = [
     "NOT_MEASURED",
@@ -52,13 +54,12 @@ AGREEMENT_THRESHOLDS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 
 def finite(value) -> float | None:
     """``value`` as a float, or None when it is None, a bool, not a number, NaN or infinite."""
-    if value is None or isinstance(value, bool):
+    if isinstance(value, bool):
         return None
     try:
-        value = float(value)
+        return finite_or_none(value)
     except (TypeError, ValueError):
         return None
-    return value if math.isfinite(value) else None
 
 
 def number(value, digits: int = 3) -> str:

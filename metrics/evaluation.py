@@ -30,10 +30,12 @@ import math
 import numpy as np
 from scipy import stats
 
+from common.numbers import finite_or_none
 from metrics.correlation import (
     first_rank_weight,
     kendall,
     ranks_from_scores,
+    ranks_from_scores_rows,
     spearman,
     weighted_kendall,
     weighted_kendall_rows,
@@ -94,7 +96,7 @@ def coefficient_replicates(
     ``human_replicates`` is R × n (the covered items only); each row is turned into ranks first.
     ρ_w and τ_w use the row-wise implementations; ρ and τ are their uniform-weight cases.
     """
-    human_ranks = stats.rankdata(-np.asarray(human_replicates, dtype=np.float64), method="average", axis=1)
+    human_ranks = ranks_from_scores_rows(human_replicates)
     uniform = 1e12  # n0 → ∞ gives uniform weights: ρ and τ_b
     return {
         "rho_w": weighted_spearman_rows(model_ranks, human_ranks, weight_offset),
@@ -177,7 +179,7 @@ def evaluate(
         result["replicates"] = {name: values.tolist() for name, values in replicates.items()}
         result["replicate_count"] = int(np.asarray(human_replicates).shape[0])
     for name in COEFFICIENTS:
-        entry = {"value": _finite(points[name])}
+        entry = {"value": finite_or_none(points[name])}
         if replicates is not None:
             entry["standard_error"] = _standard_error(replicates[name])
             entry["interval"] = _interval(entry["value"], replicates[name])
@@ -287,15 +289,8 @@ def annotator_agreement(
                     "first": first,
                     "second": second,
                     "annotators": int(both.sum()),
-                    "t_statistic": _finite(statistic),
-                    "p_value": _finite(p_value),
+                    "t_statistic": finite_or_none(statistic),
+                    "p_value": finite_or_none(p_value),
                 }
             )
     return {"models": per_model, "paired_tests": tests}
-
-
-def _finite(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None

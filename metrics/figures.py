@@ -1,7 +1,10 @@
 """The study-level figures a model is measured against, cached: the bootstrap replicates of the scores ȳ
 and the chance level of ρ_w and τ_w; and a model's result against them.
 
-The replicates are the same for every model of a study, so that comparisons between models are paired.
+One set of replicates per study, drawn from a generator seeded by the study, is the single source of
+every bootstrap figure: the instrument card's precision, the evaluations' intervals and the
+leaderboard's paired comparisons. So the card's precision and a model's interval describe the same
+resampling, and comparisons between models are paired.
 
 A figure is stored in a ``StudyFigure`` row with the fingerprint of the study's state (its status and
 votes) and recomputed when that state has changed. ``store=False`` reads a stored figure that is
@@ -22,15 +25,17 @@ from metrics.models import StudyFigure, Submission
 from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
 
 DEFAULT_WEIGHT_OFFSET = 2.0  # n0 of the paper, and of every figure that does not ask for another
-REPLICATE_BUDGET = 2_000_000  # bootstrap replicates × items: 1000 replicates up to 2000 items
+# Bootstrap replicates and chance draws at every study size. Until the compiled row kernels
+# (metrics.kernels) they dropped to 200 above 2000 items, where τ_w of 1000 × 10^4 took about 11 s.
+REPLICATES = 1000
 # The study's seed drawn with these streams (numpy SeedSequence entropy [seed, stream]).
 REPLICATES_STREAM = 20250
 CHANCE_STREAM = 4428
 
 
 def replicate_count(item_count: int) -> int:
-    """Bootstrap replicates for a study of this size: 1000, fewer above 2000 items (at least 200)."""
-    return int(min(1000, max(200, REPLICATE_BUDGET // max(item_count, 1))))
+    """Bootstrap replicates (and chance draws) for a study of this size: 1000 at every size."""
+    return REPLICATES
 
 
 def cached(

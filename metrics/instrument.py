@@ -3,7 +3,8 @@
 ``instrument_card`` returns the card as a dict, computed from the study's rows and the pure
 ``metrics.metrology`` and cached in a ``StudyFigure`` until the study, its replications or its changes
 move on. ``metrics.card`` turns the dict into a document, ``metrics.card_render`` into Markdown and the
-page's figures.
+page's figures. A study that finishes has its card, and its replications' cards, computed in a task
+(``card_refresh_on_finish``), so that the first visitor does not wait for it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from collection import arrays
 from collection.models import Study
 from collection.studies import STUDY_SETTINGS, study_plan
 from common.numbers import finite_or_none
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, cached, replicate_count
+from common.tasks import enqueue_on_commit
+from metrics.figures import DEFAULT_WEIGHT_OFFSET, cached, chance_for, study_replicates
 from metrics.metrology import (
-    bootstrap_scores,
-    chance_level,
     pair_value_counts,
     precision_summary,
     reproducibility,
@@ -28,11 +28,10 @@ from metrics.metrology import (
 )
 from metrics.selectors import current_scores, finished_replications, study_votes
 
-CARD_VERSION = 3  # 3: "changes", the settings changed after the start
-# The study's seed drawn with these streams for the card's bootstrap, split halves and chance level.
-PRECISION_STREAM = 2305
-SPLIT_HALF_STREAM = 12
-CHANCE_STREAM = 4428
+# 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
+# from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
+CARD_VERSION = 4
+SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
 
 
 def instrument_card(*, study: Study) -> dict:
@@ -46,6 +45,17 @@ def instrument_card(*, study: Study) -> dict:
     return cached(
         study, "card", {"version": CARD_VERSION}, lambda: _compute_card(study), depends_on=depends_on
     )
+
+
+def card_refresh_on_finish(sender, instance: Study, update_fields=None, **kwargs) -> None:
+    """``post_save`` of a study: when the save finished it, compute its card and the cards of its finished
+    replications (whose reproducibility sections name it) in the background, after the commit."""
+    if instance.status != Study.Status.FINISHED or "status" not in (update_fields or ()):
+        return
+    for study in [instance, *finished_replications(study=instance)]:
+        enqueue_on_commit(
+            "metrics.instrument_card", study.pk, recovered_by="the card page, which computes an outdated card"
+        )
 
 
 def _study_changes(study: Study) -> list[dict]:
@@ -139,10 +149,13 @@ def _compute_card(study: Study) -> dict:
         return card
 
     score = current_scores(study=study, item_count=item_count)
-    replicates = _card_replicates(study, votes)
+    replicates = study_replicates(study=study)
     precision = precision_summary(replicates)
     card["precision"] = {
-        "method": "bootstrap of the votes within each ballot, the ballots' items held fixed",
+        "method": (
+            "bootstrap of the votes within each ballot, the ballots' items held fixed; the study's one set of "
+            "replicates, which the leaderboard's and the evaluations' intervals use too"
+        ),
         "replicates": int(replicates.shape[0]),
         "mean_sd": precision["mean_sd"],
         "sd_quantiles": _describe(precision["sd"]),
@@ -187,9 +200,7 @@ def _compute_card(study: Study) -> dict:
     curve = resolved.pop("curve")
     resolved["curve"] = {key: [float(v) for v in values] for key, values in curve.items()}
     card["resolution"] = resolved
-    chance = chance_level(
-        item_count, np.random.default_rng([study.seed, CHANCE_STREAM]), draws=replicate_count(item_count)
-    )
+    chance = chance_for(study=study, item_count=item_count, weight_offset=DEFAULT_WEIGHT_OFFSET)
     card["chance"] = {
         name: {"mean": chance[name]["mean"], "sd": chance[name]["sd"]} for name in ("rho_w", "tau_w")
     } | {
@@ -208,7 +219,7 @@ def _reproducibility_entries(study: Study, score: np.ndarray, sd: np.ndarray) ->
         if other_items != score.size:
             continue
         other_score = current_scores(study=other, item_count=other_items)
-        other_sd = precision_summary(_card_replicates(other, study_votes(study=other)))["sd"]
+        other_sd = precision_summary(study_replicates(study=other))["sd"]
         try:
             entry = reproducibility(score, other_score, sd, other_sd)
         except ValueError:
@@ -218,12 +229,6 @@ def _reproducibility_entries(study: Study, score: np.ndarray, sd: np.ndarray) ->
             | {k: finite_or_none(v) if isinstance(v, float) else v for k, v in entry.items()}
         )
     return entries
-
-
-def _card_replicates(study: Study, votes) -> np.ndarray:
-    """The card's own bootstrap replicates of the study's scores."""
-    rng = np.random.default_rng([study.seed, PRECISION_STREAM])
-    return bootstrap_scores(votes.ballots, votes.item_count, rng, replicate_count(votes.item_count))
 
 
 def _describe(values: np.ndarray) -> dict | None:

@@ -34,6 +34,8 @@ from metrics.correlation import (
     weighted_spearman_rows,
 )
 
+_DRAW_BLOCK = 1_000_000  # bootstrap draws generated and tallied at a time
+
 __all__ = [
     "BallotVotes",
     "bootstrap_scores",
@@ -83,46 +85,34 @@ def replicate_scores(
 
     Returns an R × N array of ȳ.
     """
+    import metrics.kernels as kernels  # on first use: numba stays out of processes that never need it
+
     replicates = multiplicities[0].shape[0]
     score = np.full((replicates, item_count), np.nan)
     measured = np.zeros((replicates, item_count))
-    row_offset = (np.arange(replicates, dtype=np.int64) * item_count)[:, None]
     for number, (ballot, counts) in enumerate(zip(ballots, multiplicities, strict=True), start=1):
-        counts = np.asarray(counts, dtype=np.float64)
+        counts = np.ascontiguousarray(counts, dtype=np.float64)
         if counts.shape != (replicates, ballot.vote_count):
             raise ValueError(f"ballot {number}: multiplicities must be {replicates} × {ballot.vote_count}")
-        left_key = (row_offset + ballot.left[None, :]).ravel()
-        right_key = (row_offset + ballot.right[None, :]).ravel()
-        weights = counts.ravel()
-        size = replicates * item_count
-        points = np.bincount(left_key, weights * np.tile(ballot.outcome, replicates), size) + np.bincount(
-            right_key, weights * np.tile(1.0 - ballot.outcome, replicates), size
-        )
-        appearances = np.bincount(left_key, weights, size) + np.bincount(right_key, weights, size)
-        points = points.reshape(replicates, item_count)
-        appearances = appearances.reshape(replicates, item_count)
-        seen = appearances > 0
-        x = np.divide(points, appearances, out=np.full_like(points, np.nan), where=seen)  # Eq. 1
-        if number == 1:
-            y = x
-        else:
-            usable = seen & np.isfinite(score)
-            shortfall = np.where(usable, 1.0 - x, 0.0)
-            previous_shortfall = np.where(usable, 1.0 - score, 0.0)
-            denominator = (shortfall * shortfall).sum(axis=1)
-            numerator = (shortfall * previous_shortfall).sum(axis=1)
-            slope = np.divide(
-                numerator, denominator, out=np.ones_like(numerator), where=denominator > 0
-            )  # Eq. 6
-            y = 1.0 - slope[:, None] + slope[:, None] * x
-        fresh = np.isfinite(y)
-        earlier = np.where(np.isfinite(score), score, 0.0)
-        new_measured = measured + fresh
-        score = np.where(
-            fresh, (measured * earlier + np.where(fresh, y, 0.0)) / np.maximum(new_measured, 1), score
-        )
-        measured = new_measured  # Eq. 5, over the ballots in which the item was measured
+        columns, left, right, outcome = _ballot_columns(ballot)
+        points = np.zeros((replicates, columns.size))
+        appearances = np.zeros((replicates, columns.size))
+        kernels.vote_tallies(counts, left, right, outcome, points, appearances)
+        kernels.ballot_scores(columns, points, appearances, score, measured, number == 1)
     return score
+
+
+def _ballot_columns(ballot: BallotVotes):
+    """The items that drew a vote in the ballot, and each vote's left and right item as a column of
+    them (only these items' scores change with the ballot), with the outcomes as float64."""
+    columns, sides = np.unique(np.concatenate([ballot.left, ballot.right]), return_inverse=True)
+    votes = ballot.vote_count
+    return (
+        columns.astype(np.int64),
+        np.ascontiguousarray(sides[:votes], dtype=np.int64),
+        np.ascontiguousarray(sides[votes:], dtype=np.int64),
+        np.ascontiguousarray(ballot.outcome, dtype=np.float64),
+    )
 
 
 def bootstrap_scores(
@@ -131,20 +121,31 @@ def bootstrap_scores(
     """R × N bootstrap replicates of ȳ: the votes of every ballot resampled with replacement.
 
     Each replicate draws V_k votes from the V_k votes of ballot k (a nonparametric bootstrap
-    stratified by ballot), then scores them with ``replicate_scores``.
+    stratified by ballot), then scores them as ``replicate_scores`` does (Eq. 1, 5, 6), with the
+    bootstrap counts as multiplicities. The draws are those of ``rng.integers(0, V_k, (R, V_k))``
+    ballot after ballot, taken in blocks of replicates (the generator's stream does not depend on the
+    block size) and counted by the compiled ``metrics.kernels.bootstrap_tallies``, so that no R × V_k
+    array is built.
     """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
-    multiplicities = []
-    for ballot in ballots:
+    import metrics.kernels as kernels  # on first use, as in replicate_scores
+
+    score = np.full((replicates, item_count), np.nan)
+    measured = np.zeros((replicates, item_count))
+    for number, ballot in enumerate(ballots, start=1):
+        columns, left, right, outcome = _ballot_columns(ballot)
+        points = np.zeros((replicates, columns.size))
+        appearances = np.zeros((replicates, columns.size))
         votes = ballot.vote_count
-        if votes == 0:
-            multiplicities.append(np.zeros((replicates, 0)))
-            continue
-        draws = rng.integers(0, votes, size=(replicates, votes))
-        flat = (draws + (np.arange(replicates, dtype=np.int64) * votes)[:, None]).ravel()
-        multiplicities.append(np.bincount(flat, minlength=replicates * votes).reshape(replicates, votes))
-    return replicate_scores(ballots, item_count, multiplicities)
+        block = max(1, _DRAW_BLOCK // max(votes, 1))  # about 8 MB of draws at a time
+        for start in range(0, replicates if votes else 0, block):
+            # int32 draws are the same numbers as the default int64 ones (numpy draws 32 bits for
+            # a range below 2^32 either way), in half the memory.
+            draws = rng.integers(0, votes, size=(min(block, replicates - start), votes), dtype=np.int32)
+            kernels.bootstrap_tallies(draws, left, right, outcome, start, points, appearances)
+        kernels.ballot_scores(columns, points, appearances, score, measured, number == 1)
+    return score
 
 
 def precision_summary(replicates: np.ndarray, level: float = 0.95) -> dict:

@@ -28,7 +28,7 @@ def submission_standings_task(submission_id: int) -> int:
 
 @shared_task(name="metrics.instrument_card")
 def instrument_card_task(study_id: int) -> str:
-    """Compute (or refresh) a study's instrument card."""
+    """Compute (or refresh) a study's instrument card: enqueued when the study or a replication finishes."""
     study = Study.objects.filter(pk=study_id).first()
     if study is None:
         logger.warning("study %s does not exist; no card", study_id)

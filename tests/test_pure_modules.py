@@ -22,7 +22,12 @@ PURE_MODULES = [
     "metrics/card.py",
     "metrics/card_render.py",
     "metrics/evaluation.py",
+    "metrics/kernels.py",
 ]
+# numba compiles the row kernels of the bootstrap and the chance level (1000 rankings of 10^4 items in
+# well under a second; whole-array numpy took about 11 s). It is a compiler, not I/O or a framework,
+# and it is allowed in that one module, which the others import only inside the functions that use it.
+ALLOWED_EXTRA = {"metrics/kernels.py": {"numba"}}
 PURE_NAMES = {path.removesuffix(".py").replace("/", ".") for path in PURE_MODULES}
 ALLOWED_TOP_LEVEL = {"numpy", "scipy", "__future__"} | set(sys.stdlib_module_names)
 FORBIDDEN_CALLS = {"open", "print", "input"}
@@ -42,7 +47,8 @@ def test_pure_modules_import_only_numpy_scipy_and_the_standard_library(path):
     offending = [
         name
         for name in imported_modules(tree)
-        if name not in PURE_NAMES and name.split(".")[0] not in ALLOWED_TOP_LEVEL
+        if name not in PURE_NAMES
+        and name.split(".")[0] not in ALLOWED_TOP_LEVEL | ALLOWED_EXTRA.get(path, set())
     ]
     assert offending == []
 

@@ -2,8 +2,9 @@
  * The voting page, enhanced: vote by click or key, and get the next comparison without a page reload.
  *
  * Without this script the page is a plain form that posts the vote and renders the next comparison.
- * With it, a vote goes to POST /api/votes/ and the next comparison comes from
- * GET /api/studies/<slug>/next/ (204: nothing available, so the page reloads and the server says why).
+ * With it, a vote goes to POST /api/votes/, whose answer carries the next comparison: one request per
+ * judgement. When it carries none (next is null), the page reloads and the server says why. The answer
+ * of an older server without "next" is followed by GET /api/studies/<slug>/next/ (204: nothing).
  * When the server is briefly unavailable (503, 502, 504, a lost connection) or asks to slow down (429),
  * the page says so and tries again by itself, after Retry-After or a growing pause: the vote is kept
  * until it is recorded. On any other API error the vote is sent with the plain form instead: the server
@@ -188,6 +189,21 @@
     assignmentInput.value = String(next.assignment); // last: a failure before it re-sends the old vote
   }
 
+  // The next comparison from GET next, or null when there is none (204).
+  function nextComparison() {
+    return persistently(function () {
+      return send("GET", nextUrl);
+    }, "get the next comparison").then(function (response) {
+      if (response.status === 204) {
+        return null;
+      }
+      if (!response.ok) {
+        throw new Error("the next comparison failed with HTTP " + response.status);
+      }
+      return response.json();
+    });
+  }
+
   function vote(choice) {
     var chosen = buttonFor(choice);
     if (busy || !chosen) {
@@ -205,26 +221,25 @@
         if (!response.ok) {
           throw new Error("the vote was refused with HTTP " + response.status);
         }
-        return persistently(function () {
-          return send("GET", nextUrl);
-        }, "get the next comparison");
+        return response.json();
       })
-      .then(function (response) {
-        if (response.status === 204) {
-          window.location.reload();
-          return null;
+      .then(function (answer) {
+        if (answer.next === undefined) {
+          return nextComparison();
         }
-        if (!response.ok) {
-          throw new Error("the next comparison failed with HTTP " + response.status);
+        return answer.next;
+      })
+      .then(function (next) {
+        if (next === null) {
+          window.location.reload(); // nothing to vote on now: the page says why, and when to come back
+          return;
         }
-        return response.json().then(function (next) {
-          show(next);
-          shownAt = now();
-          setBusy(false);
-          if (focused && buttons.indexOf(focused) !== -1) {
-            focused.focus();
-          }
-        });
+        show(next);
+        shownAt = now();
+        setBusy(false);
+        if (focused && buttons.indexOf(focused) !== -1) {
+          focused.focus();
+        }
       })
       .catch(function () {
         if (assignmentInput.value === assignment) {

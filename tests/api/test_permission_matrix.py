@@ -704,6 +704,8 @@ MATRIX = {
         },
     },
     "healthz/": {"GET": everyone(200), "POST": everyone(200)},
+    # Prometheus' scrape: a bearer token, never a login (the tests set no METRICS_TOKEN: the endpoint is off).
+    "metrics": {"GET": everyone(403), "POST": everyone(405)},
     "api/schema/": {"GET": everyone(200)},
     "api/docs/": {"GET": everyone(200)},
     "api/redoc/": {"GET": everyone(200)},

@@ -116,6 +116,33 @@ def test_an_annotator_votes_by_click_and_key_to_the_quota_and_gets_the_completio
     assert Vote.objects.count() == CAP
 
 
+def test_each_judgement_is_one_request_and_the_next_pair_comes_from_the_votes_answer(page, live_server):
+    study = study_with_words(votes_per_annotator_per_ballot=None)
+    consent(page, live_server, study)
+    expect(page.locator("#vote-keys")).to_be_visible()
+    sent, answers = [], []
+    page.on(
+        "request", lambda request: sent.append((request.method, request.url.removeprefix(live_server.url)))
+    )
+    page.on("response", lambda response: answers.append(response) if "/api/votes/" in response.url else None)
+
+    for number, key in enumerate(["ArrowLeft", "ArrowRight", "1", "2", "ArrowLeft"], start=1):
+        assignment = page.locator("input[name=assignment]").input_value()
+        page.keyboard.press(key)
+        expect(page.locator("input[name=assignment]")).not_to_have_value(assignment)
+        expect(page.locator("#choice-left")).to_be_enabled()
+        carried = answers[-1].json()["next"]
+        # The page shows the comparison the vote's answer carried, which is the one the annotator holds.
+        assert page.locator("input[name=assignment]").input_value() == str(carried["assignment"])
+        expect(page.locator("#choice-left")).to_have_text(" – ".join(carried["left"]["tokens"]))
+        expect(page.locator("#choice-right")).to_have_text(" – ".join(carried["right"]["tokens"]))
+        expect_comparison_of(page, "abc")
+        expect(page.locator("[data-progress-text=votes_in_ballot]")).to_have_text(str(number))
+
+    assert sent == [("POST", "/api/votes/")] * 5  # no GET next, no reload: one request per judgement
+    assert Vote.objects.filter(annotator__participant_id="abc").count() == 5
+
+
 def test_a_tie_by_key_when_the_study_allows_ties(page, live_server):
     study = study_with_words(allow_ties=True)
     consent(page, live_server, study)
@@ -146,6 +173,15 @@ def test_without_javascript_the_annotator_votes_with_the_plain_form(new_context,
     page = new_context(java_script_enabled=False, viewport={"width": 1100, "height": 800}).new_page()
     consent(page, live_server, study)
     expect(page.locator("#vote-keys")).to_be_hidden()
+    documents = []
+    page.on(
+        "request",
+        lambda request: (
+            documents.append((request.method, request.url.removeprefix(live_server.url)))
+            if request.resource_type == "document"
+            else None
+        ),
+    )
     for number in range(1, CAP + 1):
         expect_comparison_of(page, "abc")
         page.locator("#choice-left" if number % 2 else "#choice-right").click()
@@ -153,6 +189,9 @@ def test_without_javascript_the_annotator_votes_with_the_plain_form(new_context,
         if number < CAP:
             expect_progress(page, number)
     expect(page.locator("#completion-code")).to_have_text(study.completion_code)
+    # Each vote's answer is the next comparison's page; only the last, with nothing next, redirects.
+    vote_page = f"/s/{study.slug}/vote/"
+    assert documents == [("POST", vote_page)] * CAP + [("GET", vote_page)]
     recorded = list(Vote.objects.order_by("pk").values_list("choice", "client_response_ms"))
     assert recorded == [("left", None), ("right", None), ("left", None), ("right", None)]
 

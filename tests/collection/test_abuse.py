@@ -274,3 +274,18 @@ def test_a_signature_of_any_characters_is_refused_not_an_error(signature):
     response = Client().get(f"/s/{study.slug}/", {"participant": "P-1", "sig": signature})
 
     assert response.status_code == 403
+
+
+def test_participants_of_one_address_each_have_their_own_limit_from_their_signed_cookie(rates):
+    rates(next_participant="2/min", next_address=None)
+    study = make_study()
+    browsers = []
+    for participant in ["p-1", "p-2"]:
+        client = Client()
+        client.get(f"/s/{study.slug}/", {"participant": participant})
+        client.post(f"/s/{study.slug}/", {"consent": "yes", "participant": participant})
+        browsers.append(client)
+
+    answers = [[next_of(client, study).status_code for _ in range(3)] for client in browsers]
+
+    assert answers == [[200, 200, 429], [200, 200, 429]]

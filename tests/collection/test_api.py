@@ -12,7 +12,7 @@ from collection.identity import SESSION_ANNOTATORS
 from collection.models import Annotator, Assignment, Ballot, Study, Vote
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import study_plan
-from collection.voting import annotator_consent, annotator_for, comparison_next_for
+from collection.voting import annotator_consent, annotator_for, comparison_next_for, vote_record
 from scoring.plan import ballot_sizes
 from tests.factories import annotators, committed_callbacks, make_study, tokens_csv, vote_until
 
@@ -35,6 +35,10 @@ def session_annotator(study: Study, *, client: Client | None = None, consent: bo
     session[SESSION_ANNOTATORS] = {**session.get(SESSION_ANNOTATORS, {}), str(study.pk): annotator.pk}
     session.save()
     return client, annotator
+
+
+def vote_record_for(annotator: Annotator, assignment: Assignment) -> None:
+    vote_record(annotator=annotator, assignment_id=assignment.pk, choice="left")
 
 
 def next_of(client: Client, study: Study):
@@ -214,11 +218,107 @@ def test_a_vote_is_recorded_and_a_retry_returns_the_same_vote_without_a_second_r
     retry = vote(client, assignment, "right")
 
     recorded = Vote.objects.get()
+    held = Assignment.objects.get(annotator=annotator, status=Assignment.Status.ACTIVE)
+    recorded_fields = {"vote": recorded.pk, "assignment": assignment, "choice": "left"}
     assert first.status_code == 201
-    assert first.json() == {"vote": recorded.pk, "assignment": assignment, "choice": "left", "created": True}
+    assert {key: first.json()[key] for key in [*recorded_fields, "created"]} == {
+        **recorded_fields,
+        "created": True,
+    }
     assert retry.status_code == 200
-    assert retry.json() == {"vote": recorded.pk, "assignment": assignment, "choice": "left", "created": False}
+    assert {key: retry.json()[key] for key in [*recorded_fields, "created"]} == {
+        **recorded_fields,
+        "created": False,
+    }
     assert (recorded.annotator, recorded.choice, recorded.client_response_ms) == (annotator, "left", 1234)
+    # Both answers carry the annotator's next comparison: the one the first leased, which the retry
+    # finds still held, exactly as GET next shows it.
+    assert held.pk != assignment and first.json()["next"]["assignment"] == held.pk
+    assert first.json()["next"] == retry.json()["next"] == next_of(client, study).json()
+    assert (first.json()["next_reason"], first.json()["next_retry_after"]) == ("ok", None)
+    assert Assignment.objects.filter(annotator=annotator).count() == 2
+
+
+def test_a_votes_answer_carries_the_next_comparison_as_get_next_would_show_it():
+    study = make_study(votes_per_annotator_per_ballot=3)
+    client, annotator = session_annotator(study)
+    first = next_of(client, study).json()
+
+    answer = vote(client, first["assignment"], "right").json()["next"]
+
+    held = Assignment.objects.select_related("comparison").get(annotator=annotator, status="active")
+    left, right = held.comparison.left_item, held.comparison.right_item
+    assert datetime.fromisoformat(answer.pop("expires_at")) == held.expires_at
+    assert answer == {
+        "assignment": held.pk,
+        "question": "Which pair of words is more closely related?",
+        "allow_ties": False,
+        "left": {"item": left.pk, "tokens": [left.token_a.text, left.token_b.text]},
+        "right": {"item": right.pk, "tokens": [right.token_a.text, right.token_b.text]},
+        "progress": {
+            "ballot": 1,
+            "ballot_count": 3,
+            "votes_in_ballot": 1,
+            "cap": 3,
+            "votes_total": 1,
+            "ballot_voted": 1,
+            "ballot_comparisons": 30,
+            "quota_percent": 33,
+            "ballot_percent": 3,
+        },
+    }
+    assert {held.comparison.pair_low, held.comparison.pair_high} != set(
+        Vote.objects.values_list("pair_low", "pair_high").get()
+    )
+
+
+def test_the_vote_that_reaches_the_quota_says_there_is_no_next_and_why():
+    study = make_study(votes_per_annotator_per_ballot=2)
+    client, annotator = session_annotator(study)
+    first = vote(client, next_of(client, study).json()["assignment"]).json()
+    second = vote(client, first["next"]["assignment"], "right")
+
+    assert second.status_code == 201
+    body = second.json()
+    assert (body["next"], body["next_reason"], body["next_retry_after"]) == (None, "quota", None)
+    assert not Assignment.objects.filter(annotator=annotator, status="active").exists()
+    assert "Retry-After" not in second
+
+
+def test_a_vote_when_the_rest_is_held_by_others_says_when_to_ask_again():
+    study = make_study(tokens=3, ballot_count=1, appearances=2, lease_seconds=45)  # 3 comparisons
+    client, _ = session_annotator(study)
+    mine = next_of(client, study).json()["assignment"]
+    for holder in annotators(study, 2):
+        comparison_next_for(annotator=holder)
+
+    body = vote(client, mine).json()
+
+    assert (body["created"], body["next"], body["next_reason"], body["next_retry_after"]) == (
+        True,
+        None,
+        "all_leased",
+        45,
+    )
+
+
+def test_the_vote_that_completes_the_last_ballot_says_the_study_finished():
+    study = make_study(tokens=3, ballot_count=1, appearances=2)  # one ballot of 3 comparisons
+    others = annotators(study, 2)
+    for holder in others:
+        held = comparison_next_for(annotator=holder).assignment
+        vote_record_for(holder, held)
+    client, _ = session_annotator(study)
+    mine = next_of(client, study).json()["assignment"]
+
+    with committed_callbacks():
+        response = vote(client, mine)
+    repeated = vote(client, mine)
+
+    assert response.status_code == 201
+    assert (response.json()["next"], response.json()["next_reason"]) == (None, "ballot_closing")
+    assert Study.objects.get(pk=study.pk).status == Study.Status.FINISHED
+    assert (repeated.status_code, repeated.json()["next_reason"]) == (200, "finished")
 
 
 def test_a_tie_is_refused_when_the_study_does_not_allow_ties():

@@ -5,11 +5,13 @@ from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
+from django.conf import settings
+from django.core import signing
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from collection.identity import SESSION_ANNOTATORS
+from collection.identity import ANNOTATOR_COOKIE
 from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
 from collection.views import completion_url
 from collection.voting import annotator_consent, annotator_for
@@ -54,6 +56,11 @@ class Page(HTMLParser):
 
 def page(response) -> Page:
     return Page(response.content.decode())
+
+
+def remembered_by_cookie(client) -> dict:
+    """The {study id: annotator id} of the client's signed annotator cookie."""
+    return signing.loads(client.cookies[ANNOTATOR_COOKIE].value, salt="collection.identity.annotators")
 
 
 def entry_url(study: Study) -> str:
@@ -109,14 +116,15 @@ def test_the_entry_page_shows_the_name_instructions_and_a_consent_form(client, s
     ) == ["abc"]
 
 
-def test_a_participant_id_creates_the_annotator_once_and_the_session_remembers_it(client, study):
+def test_a_participant_id_creates_the_annotator_once_and_the_signed_cookie_remembers_it(client, study):
     client.get(entry_url(study), {"participant": "abc"})
     client.get(entry_url(study), {"participant": "abc"})
     annotator = Annotator.objects.get(study=study)
     assert annotator.participant_id == "abc"
-    assert client.session[SESSION_ANNOTATORS] == {str(study.pk): annotator.pk}
+    assert remembered_by_cookie(client) == {str(study.pk): annotator.pk}
+    assert settings.SESSION_COOKIE_NAME not in client.cookies  # no session row to read per request
 
-    client.get(entry_url(study))  # no id in the link: the session says who it is
+    client.get(entry_url(study))  # no id in the link: the cookie says who it is
     response = client.post(entry_url(study), {"consent": "yes"})
     assert response.status_code == 302 and response["Location"] == vote_url(study)
     assert Annotator.objects.count() == 1
@@ -279,7 +287,7 @@ def test_the_tie_button_is_offered_only_when_the_study_allows_ties(client):
     assert shown.text["choice-tie"] == "Equally related"
     assignment = active_assignment(annotator)
     response = client.post(vote_url(with_ties), {"assignment": assignment.pk, "choice": "tie"})
-    assert response.status_code == 302
+    assert response.status_code == 200 and page(response).text["choice-tie"] == "Equally related"
     assert Vote.objects.get().choice == "tie"
 
 
@@ -297,14 +305,17 @@ def test_the_voting_page_sets_the_csrf_cookie_and_points_its_script_at_the_api(c
     assert response["Cache-Control"] == "max-age=0, no-cache, no-store, must-revalidate, private"
 
 
-def test_posting_a_vote_records_exactly_one_vote_and_redirects_to_the_next(client, study):
+def tokens_of(item) -> str:
+    return f"{item.token_a.text} – {item.token_b.text}"
+
+
+def test_posting_a_vote_records_exactly_one_vote_and_answers_with_the_next_comparison(client, study):
     annotator = join(client, study)
     client.get(vote_url(study))
     assignment = active_assignment(annotator)
     response = client.post(
         vote_url(study), {"assignment": assignment.pk, "choice": "right", "client_ms": "1234"}
     )
-    assert response.status_code == 302 and response["Location"] == vote_url(study)
     vote = Vote.objects.get()
     assert (vote.assignment_id, vote.annotator_id, vote.choice, vote.client_response_ms) == (
         assignment.pk,
@@ -312,8 +323,22 @@ def test_posting_a_vote_records_exactly_one_vote_and_redirects_to_the_next(clien
         "right",
         1234,
     )
-    client.get(vote_url(study))
-    assert active_assignment(annotator).pk != assignment.pk  # the next comparison is leased
+    # One round trip: the answer is the voting page of the comparison leased next, no redirect.
+    assert response.status_code == 200
+    following = active_assignment(annotator)
+    assert following.pk != assignment.pk and following.comparison_id != assignment.comparison_id
+    shown = page(response)
+    assert shown.attributes["vote-form"]["action"] == vote_url(study)
+    assert re.search(r'name="assignment" value="(\d+)"', response.content.decode()).group(1) == str(
+        following.pk
+    )
+    comparison = following.comparison
+    assert (shown.text["choice-left"], shown.text["choice-right"]) == (
+        tokens_of(comparison.left_item),
+        tokens_of(comparison.right_item),
+    )
+    assert "Your comparisons in this ballot: 1 of 3" in shown.text["main"]
+    assert response["Cache-Control"] == "max-age=0, no-cache, no-store, must-revalidate, private"
 
 
 def test_a_client_time_that_is_not_a_sane_number_is_left_out(client, study):
@@ -330,8 +355,14 @@ def test_posting_the_same_assignment_again_does_not_create_a_second_vote(client,
     assignment = active_assignment(annotator)
     first = client.post(vote_url(study), {"assignment": assignment.pk, "choice": "left"})
     again = client.post(vote_url(study), {"assignment": assignment.pk, "choice": "right"})
-    assert (first.status_code, again.status_code) == (302, 302)
+    assert (first.status_code, again.status_code) == (200, 200)
     assert list(Vote.objects.values_list("assignment_id", "choice")) == [(assignment.pk, "left")]
+    # The form sent again (a reload of the answer) shows the comparison the first answer leased.
+    following = active_assignment(annotator).pk
+    shown = [
+        re.search(r'name="assignment" value="(\d+)"', r.content.decode()).group(1) for r in (first, again)
+    ]
+    assert shown == [str(following)] * 2 and following != assignment.pk
 
 
 def test_a_tie_is_refused_when_the_study_does_not_allow_ties(client, study):
@@ -393,11 +424,14 @@ def test_a_vote_without_its_assignment_number_is_refused_with_400(client, study)
 
 def test_reaching_the_quota_shows_the_completion_code_and_the_link_back_to_the_crowd_platform(client, study):
     join(client, study)
-    for _ in range(3):
-        response = client.post(
-            vote_url(study), {"assignment": shown_assignment(client, study), "choice": "left"}
-        )
-        assert response.status_code == 302
+    statuses = [
+        client.post(vote_url(study), {"assignment": shown_assignment(client, study), "choice": "left"})
+        for _ in range(3)
+    ]
+    # The votes before the cap answer with the next comparison; the last one, with none left to lease,
+    # redirects to the voting page, which says why (its refresh must not send the form again).
+    assert [r.status_code for r in statuses] == [200, 200, 302]
+    assert statuses[-1]["Location"] == vote_url(study)
     response = client.get(vote_url(study))
     assert response.status_code == 200
     shown = page(response)
@@ -427,14 +461,17 @@ def test_without_a_redirect_url_the_code_is_to_be_copied(client):
     assert "completion-link" not in shown.attributes
 
 
-def test_a_closing_ballot_says_to_come_back_and_refreshes_by_itself(client, study):
+def test_a_closing_ballot_says_to_come_back_and_refreshes_by_itself(client, study, settings):
+    # No close of this study measured yet: the wait is the sweep's interval.
+    settings.CELERY_BEAT_SCHEDULE = {"ballots-sweep": {"task": "scoring.ballots_sweep", "schedule": 25.0}}
     join(client, study)
     Ballot.objects.filter(study=study).update(status=Ballot.Status.CLOSED)
     response = client.get(vote_url(study))
-    assert response.status_code == 200 and response["Retry-After"] == "30"
+    assert response.status_code == 200 and response["Retry-After"] == "25"
     shown = page(response)
-    assert shown.text["nothing-heading"] == "The next ballot opens in a few minutes"
-    assert '<meta http-equiv="refresh" content="30">' in response.content.decode()
+    assert shown.text["nothing-heading"] == "The next ballot is being prepared"
+    assert shown.text["closing-wait"] == "25 seconds"
+    assert '<meta http-equiv="refresh" content="25">' in response.content.decode()
     assert shown.attributes["retry-link"]["href"] == vote_url(study)
 
 
@@ -455,6 +492,12 @@ def test_when_only_pairs_already_judged_remain_the_page_says_so(client, study):
     annotator = join(client, study)
     client.post(vote_url(study), {"assignment": shown_assignment(client, study), "choice": "left"})
     judged = Vote.objects.get(annotator=annotator).comparison
+    # The vote's answer leased the next comparison: give it back, as an expired lease would.
+    held = active_assignment(annotator)
+    Assignment.objects.filter(pk=held.pk).update(status=Assignment.Status.EXPIRED)
+    Comparison.objects.filter(pk=held.comparison_id).update(
+        status=Comparison.Status.OPEN, lease_expires_at=None
+    )
     # The one comparison left open asks again about the pair this annotator judged.
     remaining = Comparison.objects.filter(ballot=judged.ballot, status=Comparison.Status.OPEN).first()
     Comparison.objects.filter(pk=remaining.pk).update(pair_low=judged.pair_low, pair_high=judged.pair_high)

@@ -98,7 +98,7 @@ def test_every_security_setting_can_be_overridden_from_the_environment(tmp_path)
     assert overridden == {
         "SECURE_PROXY_SSL_HEADER": ("HTTP_X_FORWARDED_PROTO", "https"),
         "SECURE_SSL_REDIRECT": False,
-        "SECURE_REDIRECT_EXEMPT": [r"^healthz/$"],
+        "SECURE_REDIRECT_EXEMPT": [r"^healthz/$", r"^metrics$"],
         "SECURE_HSTS_SECONDS": 3600,
         "SECURE_HSTS_INCLUDE_SUBDOMAINS": False,
         "SECURE_HSTS_PRELOAD": False,
@@ -118,6 +118,9 @@ def test_behind_the_proxy_plain_http_is_redirected_except_the_health_check(setti
     assert redirect.status_code == 301
     assert redirect["Location"] == "https://testserver/admin/login/?next=/admin/"
     assert client.get("/healthz/").status_code == 200  # the load balancer's probe speaks plain HTTP
+    # Prometheus scrapes the web process on the internal network; the token is still required.
+    assert client.get("/metrics").status_code == 403  # no METRICS_TOKEN configured here
+    assert client.get("/metricsx").status_code == 301
 
     secure = client.get("/admin/login/", headers={"x-forwarded-proto": "https"})
     assert secure.status_code == 200

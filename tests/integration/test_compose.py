@@ -5,7 +5,9 @@ from the repository root (the image's /app), with the compose environment pointe
 PostgreSQL and Redis.
 """
 
+import base64
 import http.client
+import importlib.util
 import json
 import os
 import re
@@ -24,6 +26,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +38,8 @@ STARTUP_TIMEOUT_SECONDS = 60
 OPERATOR_VARIABLES = {
     "SECRET_KEY": "compose-smoke-" + secrets.token_urlsafe(32),
     "POSTGRES_PASSWORD": "unused",
+    "FLOWER_BASIC_AUTH": "operator:" + secrets.token_urlsafe(12),
+    "METRICS_TOKEN": "compose-smoke-" + secrets.token_urlsafe(16),
 }
 
 _VARIABLE = re.compile(r"\$(?:(?P<escaped>\$)|\{(?P<name>\w+)(?:(?P<operator>:?[-?])(?P<argument>[^}]*))?\})")
@@ -74,7 +79,7 @@ def compose() -> dict:
 
 
 def test_it_defines_web_worker_beat_postgres_and_redis(compose):
-    assert sorted(compose["services"]) == ["beat", "postgres", "redis", "web", "worker"]
+    assert sorted(compose["services"]) == ["beat", "flower", "postgres", "redis", "web", "worker"]
     assert compose["services"]["postgres"]["image"] == "postgres:16"
     assert compose["services"]["redis"]["image"] == "redis:7"
 
@@ -227,6 +232,7 @@ def test_web_worker_and_beat_start_with_their_compose_commands(
         "WEB_CONCURRENCY": "1",
         "CELERY_WORKER_HOSTNAME": node,  # read by `celery worker` like --hostname
         "CELERY_WORKER_CONCURRENCY": "1",
+        "METRICS_DIR": str(tmp_path / "metrics"),  # the metrics volume
     }
     env = {**base_env, **{k: str(v) for k, v in compose["x-app"]["environment"].items()}, **local_services}
 
@@ -242,3 +248,67 @@ def test_web_worker_and_beat_start_with_their_compose_commands(
     processes.wait_for(
         "beat schedule file in YARDSTICK_DATA_DIR", lambda: list(data_dir.glob("celerybeat-schedule*"))
     )
+    figures = scrape(port, OPERATOR_VARIABLES["METRICS_TOKEN"])
+    assert figures[("yardstick_queue_lag_known", (("queue", "celery"),))] == 1.0
+    assert figures[("yardstick_database_up", ())] == 1.0
+    assert (
+        figures[("yardstick_request_duration_seconds_count", (("method", "GET"), ("view", "health")))] >= 1
+    )  # observed by a gunicorn worker, read from the metrics directory
+
+
+def scrape(port: int, token: str) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def flower_page(port: int, credentials: str) -> tuple[int, str] | None:
+    """(status, body) of Flower's workers page, or None while it does not answer yet."""
+    authorization = "Basic " + base64.b64encode(credentials.encode()).decode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/workers", headers={"Authorization": authorization}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+    except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
+        return None
+
+
+def test_flower_starts_with_its_compose_command_and_asks_for_its_password(
+    compose, redis_url, processes, tmp_path
+):
+    # The image runs Flower's `celery flower`; here the monitoring extra's, with the same command and
+    # environment, pointed at the local Redis.
+    if importlib.util.find_spec("flower") is None:
+        pytest.fail("Flower is not installed: pip install -e '.[monitoring]' (.ci/run installs it)")
+    flower = compose["services"]["flower"]
+    port = free_port()
+    env = {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "LANG": "C.UTF-8",
+        **{k: str(v) for k, v in flower["environment"].items()},
+        "CELERY_BROKER_URL": redis_url,
+        "FLOWER_PORT": str(port),  # read by Flower like --port; the command's --port=5555 is the container's
+        "FLOWER_ADDRESS": "127.0.0.1",
+    }
+    argv = [arg for arg in shlex.split(flower["command"]) if not arg.startswith("--port=")]
+    processes.start("flower", argv, env)
+
+    status, body = processes.wait_for(
+        "Flower's workers page", lambda: flower_page(port, env["FLOWER_BASIC_AUTH"])
+    )
+    assert status == 200
+    assert "Workers" in body
+    assert flower_page(port, "operator:wrong") == (401, "")
+    assert flower["ports"] == ["127.0.0.1:5555:5555"]

@@ -13,6 +13,8 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from collection.lifecycle import study_start
@@ -325,3 +327,29 @@ def test_the_original_card_learns_of_a_replication_that_finishes_later(finished_
     finish(replication, prefix="q")
     entries = instrument_card(study=finished_study)["reproducibility"]
     assert [e["study"] for e in entries] == [replication.slug]
+
+
+def test_a_study_that_finishes_has_its_card_computed_in_the_background():
+    study = make_study(tokens=8, ballot_count=2, appearances=8, seed=3)
+    voters = annotators(study, 6)
+    vote_until(study, voters=voters, max_votes=112 + 55)  # ballot 2 lacks one vote
+    assert not StudyFigure.objects.filter(study=study, kind="card").exists()
+
+    vote_until(study, voters=voters, max_votes=1)  # closes ballot 2, and the study finishes
+
+    card = StudyFigure.objects.get(study=study, kind="card").value
+    assert (card["study"]["status"], card["procedure"]["votes"]) == ("finished", 168)
+    with CaptureQueriesContext(connection) as queries:
+        assert instrument_card(study=study) == card
+    assert [q["sql"] for q in queries if q["sql"].startswith(("INSERT", "UPDATE"))] == []  # read back
+
+
+def test_a_replication_that_finishes_refreshes_the_card_of_the_original(finished_study):
+    assert StudyFigure.objects.get(study=finished_study, kind="card").value["reproducibility"] == []
+    replication = study_duplicate(study=finished_study)
+    study_start(study=replication)
+
+    finish(replication, prefix="q")
+
+    refreshed = StudyFigure.objects.get(study=finished_study, kind="card").value
+    assert [entry["study"] for entry in refreshed["reproducibility"]] == [replication.slug]

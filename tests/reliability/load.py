@@ -2,7 +2,8 @@
 
 Each annotator has its own cookies: it opens ``/s/<slug>/?participant=<id>``, consents (the form, with
 its CSRF token), then repeats ``GET /api/studies/<slug>/next/`` and ``POST /api/votes/`` with the
-``X-CSRFToken`` header, as ``static/collection/vote.js`` does. A vote whose answer did not arrive (a
+``X-CSRFToken`` header, as ``static/collection/vote.js`` does; when a vote's answer carries the next
+comparison (a ``next`` object), that one is voted on without asking ``GET next``. A vote whose answer did not arrive (a
 network error or a 5xx) is sent again, as the page's plain-form fallback does: the server records a
 vote once per assignment. A 204 is waited out (``Retry-After``, at most ``poll_seconds``: annotators
 check faster than the page's 30 s so that a recovery is seen to the second); a 503 or 429 likewise.
@@ -188,48 +189,76 @@ class Annotator:
         p_left = 1 / (1 + math.exp(-self.config.steepness * (left - right)))
         return "left" if self.random.random() < p_left else "right"
 
-    async def vote(self, assignment: int, choice: str, client_ms: int) -> None:
-        """Sends the vote until an answer says what became of it (resending is safe)."""
+    async def vote(self, assignment: int, choice: str, client_ms: int) -> dict | None:
+        """Sends the vote until an answer says what became of it (resending is safe); returns the next
+        comparison when the vote's answer carries one (its ``next``), else None."""
         body = {"assignment": assignment, "choice": choice, "client_response_ms": client_ms}
         for _ in range(self.config.resend_attempts):
             response = await self.request(
                 "vote", "POST", "/api/votes/", json=body, headers=self.csrf_headers()
             )
             if response is not None and response.status_code < 500 and response.status_code != 429:
-                return  # 201 stored, 200 already stored, 409 lease expired or ballot closed, 4xx refused
+                # 201 stored, 200 already stored, 409 lease expired or ballot closed, 4xx refused
+                return next_of_vote(response)
             await self.pause(response)
             if self.stop.is_set():
-                return
+                return None
+        return None
 
     async def play(self) -> None:
         try:
-            if not await self.join():
-                return
-            next_url = f"/api/studies/{self.config.slug}/next/"
-            while not self.stop.is_set():
-                response = await self.request("next", "GET", next_url, headers={"Accept": "application/json"})
-                if response is None or response.status_code != 200:
-                    if response is not None and response.headers.get("X-Yardstick-Reason") == "finished":
-                        self.finished = True
-                        return
-                    if response is not None and response.status_code == 403:
-                        await self.join()  # the session was lost: consent again
-                        continue
-                    await self.pause(response)
-                    continue
-                comparison = response.json()
-                shown = time.monotonic()
-                if self.config.think_ms > 0:
-                    think = self.random.expovariate(1000 / self.config.think_ms)
-                    try:
-                        await asyncio.wait_for(self.stop.wait(), timeout=think)
-                        return
-                    except TimeoutError:
-                        pass
-                client_ms = max(1, int((time.monotonic() - shown) * 1000))
-                await self.vote(comparison["assignment"], self.choose(comparison), client_ms)
+            if await self.join():
+                await self.judge()
         finally:
             await self.client.aclose()
+
+    async def judge(self) -> None:
+        """The closed loop after consent: a comparison, a vote, and so on until the run stops."""
+        next_url = f"/api/studies/{self.config.slug}/next/"
+        comparison = None
+        while not self.stop.is_set():
+            if comparison is None:
+                comparison = await self.next_comparison(next_url)
+                if comparison is None:
+                    if self.finished:
+                        return
+                    continue
+            shown = time.monotonic()
+            if self.config.think_ms > 0:
+                think = self.random.expovariate(1000 / self.config.think_ms)
+                try:
+                    await asyncio.wait_for(self.stop.wait(), timeout=think)
+                    return
+                except TimeoutError:
+                    pass
+            client_ms = max(1, int((time.monotonic() - shown) * 1000))
+            comparison = await self.vote(comparison["assignment"], self.choose(comparison), client_ms)
+
+    async def next_comparison(self, next_url: str) -> dict | None:
+        """``GET next``: the comparison, or None after waiting as the answer asks (``finished`` set when
+        the study is over)."""
+        response = await self.request("next", "GET", next_url, headers={"Accept": "application/json"})
+        if response is None or response.status_code != 200:
+            if response is not None and response.headers.get("X-Yardstick-Reason") == "finished":
+                self.finished = True
+                return None
+            if response is not None and response.status_code == 403:
+                await self.join()  # the session was lost: consent again
+                return None
+            await self.pause(response)
+            return None
+        return response.json()
+
+
+def next_of_vote(response: httpx.Response) -> dict | None:
+    """The next comparison carried by a vote's answer (``next``), if the server sends one; None sends
+    the annotator to ``GET next``, as the voting page does without it."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    following = body.get("next") if isinstance(body, dict) else None
+    return following if isinstance(following, dict) and "assignment" in following else None
 
 
 async def run_load(config: LoadConfig, recorder: Recorder | None = None, stop: asyncio.Event | None = None):

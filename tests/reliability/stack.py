@@ -24,7 +24,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +50,9 @@ class StackConfig:
     throttle_rate: str = "1000000/s"
     run_dir: Path | None = None
     keep: bool = False
+    # Added to (or replacing) the environment of web, worker and beat: e.g. a gunicorn setting or a
+    # database option the load benchmark compares (benchmarks/bench_load.py).
+    environment: dict[str, str] = field(default_factory=dict)
 
 
 def postgres_bin_dir() -> Path:
@@ -155,6 +158,7 @@ class Stack:
         }
         for name in throttle_variables():
             env[name] = self.config.throttle_rate
+        env.update(self.config.environment)
         env.update(extra)
         return env
 

@@ -1,0 +1,115 @@
+"""The annotator's identity in a signed cookie: no session row per request, forged or expired ignored."""
+
+import pytest
+from django.conf import settings
+from django.core import signing
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from collection.identity import ANNOTATOR_COOKIE, ANNOTATOR_COOKIE_MAX_AGE, SESSION_ANNOTATORS
+from collection.models import Annotator, Vote
+from collection.voting import annotator_consent, annotator_for
+from tests.factories import make_study
+
+pytestmark = pytest.mark.django_db
+
+SALT = "collection.identity.annotators"
+
+
+def join(client: Client, study, participant: str) -> Annotator:
+    entry = reverse("collection:entry", args=[study.slug])
+    client.get(entry, {"participant": participant})
+    client.post(entry, {"consent": "yes", "participant": participant})
+    return Annotator.objects.get(study=study, participant_id=participant)
+
+
+def next_of(client: Client, study):
+    return client.get(f"/api/studies/{study.slug}/next/", HTTP_ACCEPT="application/json")
+
+
+def vote(client: Client, assignment: int, choice: str = "left"):
+    token = client.cookies["csrftoken"].value
+    return client.post(
+        "/api/votes/", {"assignment": assignment, "choice": choice}, content_type="application/json",
+        HTTP_X_CSRFTOKEN=token,
+    )  # fmt: skip
+
+
+def session_queries(context: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in context.captured_queries if "django_session" in q["sql"]]
+
+
+def test_a_participant_votes_without_any_session_row_read_or_written():
+    study = make_study()
+    client = Client()
+    annotator = join(client, study, "p-1")
+    with CaptureQueriesContext(connection) as asked:
+        assignment = next_of(client, study).json()["assignment"]
+    with CaptureQueriesContext(connection) as voted:
+        assert vote(client, assignment, "right").status_code == 201
+    assert (session_queries(asked), session_queries(voted)) == ([], [])
+    assert list(Vote.objects.values_list("annotator_id", "choice")) == [(annotator.pk, "right")]
+
+
+def test_one_browser_in_two_studies_keeps_an_annotator_in_each():
+    first, second = make_study(), make_study()
+    client = Client()
+    one = join(client, first, "p-1")
+    other = join(client, second, "p-2")
+    remembered = signing.loads(client.cookies[ANNOTATOR_COOKIE].value, salt=SALT)
+    assert remembered == {str(first.pk): one.pk, str(second.pk): other.pk}
+    assignment = next_of(client, first).json()["assignment"]
+    assert vote(client, assignment).status_code == 201
+    assert list(Vote.objects.values_list("annotator_id", flat=True)) == [one.pk]
+
+
+def test_a_forged_cookie_is_ignored_and_never_a_500():
+    study = make_study()
+    victim = annotator_consent(annotator=annotator_for(study=study, participant_id="victim"))
+    client = Client()
+    join(client, study, "attacker")  # a CSRF cookie, and a real cookie of its own
+    unsigned = signing.dumps({str(study.pk): victim.pk}, salt="another purpose")
+    for forged in (unsigned, "garbage", client.cookies[ANNOTATOR_COOKIE].value[:-3] + "abc"):
+        client.cookies[ANNOTATOR_COOKIE] = forged
+        response = next_of(client, study)
+        assert response.status_code == 403, forged
+    assert victim.assignments.count() == 0
+
+
+def test_an_expired_cookie_is_ignored(monkeypatch):
+    study = make_study()
+    client = Client()
+    join(client, study, "p-1")
+    signed_long_ago = client.cookies[ANNOTATOR_COOKIE].value
+    real_time = signing.time.time
+    monkeypatch.setattr(signing.time, "time", lambda: real_time() + ANNOTATOR_COOKIE_MAX_AGE + 60)
+    client.cookies[ANNOTATOR_COOKIE] = signed_long_ago
+    assert next_of(client, study).status_code == 403
+
+
+def test_a_vote_with_the_cookie_but_without_the_csrf_token_is_refused():
+    study = make_study()
+    client = Client()
+    join(client, study, "p-1")
+    assignment = next_of(client, study).json()["assignment"]
+    another_site = Client(enforce_csrf_checks=True)
+    another_site.cookies = client.cookies  # the browser sends its cookies along, not the token
+    response = another_site.post(
+        "/api/votes/", {"assignment": assignment, "choice": "left"}, content_type="application/json"
+    )
+    assert response.status_code == 403
+    assert Vote.objects.count() == 0
+
+
+def test_a_browser_that_joined_before_the_cookie_is_found_through_its_session_then_gets_the_cookie():
+    study = make_study()
+    client = Client()
+    session = client.session
+    annotator = annotator_consent(annotator=annotator_for(study=study, session_key=session.session_key))
+    session[SESSION_ANNOTATORS] = {str(study.pk): annotator.pk}
+    session.save()
+    assert next_of(client, study).status_code == 200
+    assert signing.loads(client.cookies[ANNOTATOR_COOKIE].value, salt=SALT) == {str(study.pk): annotator.pk}
+    assert settings.SESSION_COOKIE_NAME in client.cookies  # the session stays, for the anonymous path

@@ -1,0 +1,107 @@
+"""SQL statements per judgement: the lease and the vote stay a few statements each (issue 9).
+
+The bounds are what the code does today (``benchmarks/count_vote_statements.py`` prints them): on
+PostgreSQL the lease is BEGIN, the annotator's lock, one statement and COMMIT, and the vote one
+statement; on SQLite (the embedded default) each step is a statement of its own. A request adds the
+identity's reads (session, study, annotator).
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from collection.models import Assignment, Comparison, Vote
+from collection.voting import comparison_next_for, vote_record
+from tests.factories import annotators, make_study
+
+pytestmark = pytest.mark.django_db
+
+BOUNDS = {
+    # Before issue 9: 8 statements per lease, 7 per vote; 14 per GET next and 10 per POST vote, and
+    # both requests for every judgement (24 statements).
+    "sqlite": {"lease": 9, "expired lease": 10, "vote": 7, "GET next": 12, "POST vote": 19},
+    "postgresql": {"lease": 4, "expired lease": 4, "vote": 1, "GET next": 7, "POST vote": 8},
+}
+
+
+def statements(call):
+    with CaptureQueriesContext(connection) as queries:
+        result = call()
+    return result, len(queries)
+
+
+def join(client: Client, study, participant: str) -> None:
+    client.get(f"/s/{study.slug}/", {"participant": participant})
+    client.post(f"/s/{study.slug}/", {"consent": "yes", "participant": participant})
+
+
+def test_a_judgement_through_the_api_is_one_request_of_a_few_statements():
+    bounds = BOUNDS[connection.vendor]
+    study = make_study(tokens=8, votes_per_annotator_per_ballot=None)  # 28 items, 56 comparisons
+    client = Client()
+    join(client, study, "counted")
+    response, first_count = statements(lambda: client.get(f"/api/studies/{study.slug}/next/"))
+    assert response.status_code == 200 and first_count <= bounds["GET next"]
+    current = response.json()
+    for number in range(1, 9):
+        body = {"assignment": current["assignment"], "choice": ("left", "right")[number % 2]}
+        response, count = statements(
+            lambda body=body: client.post("/api/votes/", body, content_type="application/json")
+        )
+        assert response.status_code == 201 and count <= bounds["POST vote"], (number, count)
+        current = response.json()["next"]
+        held = Assignment.objects.get(annotator__participant_id="counted", status="active")
+        assert current["assignment"] == held.pk
+    assert Vote.objects.filter(annotator__participant_id="counted").count() == 8
+
+
+def test_the_lease_and_the_vote_services_stay_within_their_statements():
+    bounds = BOUNDS[connection.vendor]
+    study = make_study(tokens=8, votes_per_annotator_per_ballot=5)
+    alice, bob = annotators(study, 2)
+    for _ in range(5):
+        result, lease = statements(lambda: comparison_next_for(annotator=alice))
+        assert result.assignment is not None and lease <= bounds["lease"]
+        (vote, created), cast = statements(
+            lambda result=result: vote_record(
+                annotator=alice, assignment_id=result.assignment.pk, choice="left"
+            )
+        )
+        assert created and vote.assignment_id == result.assignment.pk and cast <= bounds["vote"]
+    # The cap reached: the answer that says so costs no more than a lease.
+    result, lease = statements(lambda: comparison_next_for(annotator=alice))
+    assert (result.assignment, result.reason, lease <= bounds["lease"]) == (None, "quota", True)
+    # An expired lease taken over by another annotator: on SQLite one more, to end the old assignment.
+    held = comparison_next_for(annotator=bob).assignment
+    later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
+    carol = annotators(study, 1, prefix="c")[0]
+    result, lease = statements(lambda: comparison_next_for(annotator=carol, now=later))
+    assert result.assignment.comparison_id == held.comparison_id and lease <= bounds["expired lease"]
+    assert Assignment.objects.get(pk=held.pk).status == "expired"
+    assert Comparison.objects.get(pk=held.comparison_id).status == "leased"
+
+
+@pytest.mark.integration
+def test_on_postgresql_a_lease_is_one_statement_after_the_lock_and_a_vote_one_statement(postgres_required):
+    assert connection.vendor == "postgresql"
+    study = make_study(tokens=8, votes_per_annotator_per_ballot=None)
+    (alice,) = annotators(study, 1)
+    with CaptureQueriesContext(connection) as queries:
+        result = comparison_next_for(annotator=alice)
+    sql = [query["sql"].split()[0] for query in queries]
+    # Inside the test's transaction, the atomic blocks are savepoints.
+    assert [word for word in sql if word not in ("SAVEPOINT", "RELEASE")] == ["SELECT", "WITH"]
+    assert result.sides["left"]["tokens"] == [
+        result.assignment.comparison.left_item.token_a.text,
+        result.assignment.comparison.left_item.token_b.text,
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        vote, created = vote_record(annotator=alice, assignment_id=result.assignment.pk, choice="right")
+    assert [query["sql"].split()[0] for query in queries] == ["WITH"]
+    assert created and Vote.objects.get(pk=vote.pk).choice == "right"
+    study.ballots.get(number=1).refresh_from_db()
+    assert study.ballots.get(number=1).votes_recorded == 1

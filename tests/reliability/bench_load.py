@@ -1,0 +1,421 @@
+"""What a vote costs on the full stack as deployed, in /healthz/ requests of the same server.
+
+    python benchmarks/bench_load.py                        # the stack as docker-compose.yml deploys it
+    python benchmarks/bench_load.py --web-workers 3 --threads 8 --label "gthread 3x8"
+    python benchmarks/bench_load.py --phases health,vote --env DATABASE_POOL=false
+
+Starts the reliability harness's stack (tests/reliability/stack.py: its own PostgreSQL cluster, its own
+Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command and environment, all on
+127.0.0.1 and on ports of their own), seeds two running studies of the paper's plan (990 items,
+``M = 20``, ``n_b = 7``, no cap), and drives it with one asyncio/httpx load generator:
+
+- **health**: 50 closed-loop clients on ``/healthz/`` (one ``SELECT 1``): the server's own floor,
+  in requests/s;
+- **vote**: 50 scripted annotators (tests/reliability/load.py) who first join (the entry page and
+  consent, timed apart), then vote with no think time: next → vote → next, or vote → vote when the
+  vote's answer carries the next comparison. Votes/s, and the latency of ``vote`` and ``next``;
+- **crowd**: 500 annotators pausing 2 s (exponential, mean 2 s) per comparison, their first
+  comparisons spread over 2 s (not measured): latency p95 and errors (5xx and network errors).
+
+"A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run;
+the goal of issue 9 is N ≤ 3. Afterwards: the resident memory of every gunicorn worker, and the
+invariants of tests/reliability/invariants.py on both studies. Prints a Markdown table (and, with
+``--json``, writes every figure). The run stops by itself (``--time-limit``) and stops all it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._timing import machine  # noqa: E402
+from tests.reliability import invariants  # noqa: E402
+from tests.reliability.load import Annotator, LoadConfig, Recorder, percentile  # noqa: E402
+from tests.reliability.stack import Stack, StackConfig  # noqa: E402
+
+HEALTH_CLIENTS = 50
+VOTE_ANNOTATORS = 50
+CROWD_ANNOTATORS = 500
+CROWD_THINK_MS = 2000
+JOIN_CONCURRENCY = 50  # annotators joining at once before a phase's measured window
+# docker-compose.yml's choices for the web service that the stack does not set itself.
+DEPLOYED_VARIABLES = ("WEB_THREADS", "DATABASE_POOL", "DATABASE_POOL_MAX_SIZE", "CONN_MAX_AGE")
+GOAL_HEALTHZ_PER_VOTE = 3.0
+GOAL_CROWD_P95_MS = 100.0
+GOAL_WORKER_RSS_MB = 150.0
+
+
+def compose_default(name: str) -> str | None:
+    """The default docker-compose.yml gives ``name`` in its app environment (``${NAME:-default}``)."""
+    import yaml
+
+    environment = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["x-app"]["environment"]
+    value = environment.get(name)
+    if value is None:
+        return None
+    match = re.fullmatch(r"\$\{" + re.escape(name) + r":-([^}]*)\}", str(value))
+    return match.group(1) if match else str(value)
+
+
+# --- the load phases ----------------------------------------------------------------------------
+
+
+def latency_figures(seconds: list[float]) -> dict:
+    milliseconds = [s * 1000 for s in seconds]
+    if not milliseconds:
+        return {"requests": 0}
+    return {
+        "requests": len(milliseconds),
+        "p50_ms": round(percentile(milliseconds, 50), 1),
+        "p95_ms": round(percentile(milliseconds, 95), 1),
+        "p99_ms": round(percentile(milliseconds, 99), 1),
+    }
+
+
+async def health_phase(base_url: str, *, clients: int, seconds: float) -> dict:
+    """``clients`` closed loops on /healthz/ for ``seconds``: requests/s (200s only) and latency."""
+    stop = asyncio.Event()
+    latencies: list[float] = []
+    failures = 0
+
+    # Made before the clock starts: an httpx client builds its TLS context when it is made.
+    clients_made = [httpx.AsyncClient(base_url=base_url, timeout=30) for _ in range(clients)]
+
+    async def loop(client: httpx.AsyncClient):
+        nonlocal failures
+        async with client:
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    response = await client.get("/healthz/")
+                except httpx.HTTPError:
+                    failures += 1
+                    continue
+                if response.status_code == 200:
+                    latencies.append(time.monotonic() - started)
+                else:
+                    failures += 1
+
+    cpu, started = time.process_time(), time.monotonic()
+    tasks = [asyncio.create_task(loop(client)) for client in clients_made]
+    await asyncio.sleep(seconds)
+    stop.set()
+    elapsed = time.monotonic() - started
+    await asyncio.gather(*tasks)
+    return {
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "requests_per_second": round(len(latencies) / elapsed, 1),
+        "failures": failures,
+        "generator_cpu_percent": round(100 * (time.process_time() - cpu) / elapsed),
+        **latency_figures(latencies),
+    }
+
+
+async def annotator_phase(
+    base_url: str, slug: str, *, annotators: int, think_ms: float, seconds: float, prefix: str
+) -> dict:
+    """``annotators`` join (timed apart), then judge for ``seconds``; the figures of that window."""
+    recorder, stop = Recorder(), asyncio.Event()
+    config = LoadConfig(
+        base_url=base_url,
+        slug=slug,
+        annotators=annotators,
+        seconds=seconds,
+        think_ms=think_ms,
+        participant_prefix=prefix,
+    )
+    players = [Annotator(number, config, recorder, stop) for number in range(annotators)]
+    gate = asyncio.Semaphore(JOIN_CONCURRENCY)
+
+    async def join(player: Annotator) -> bool:
+        async with gate:
+            return await player.join()
+
+    joined_started = time.monotonic()
+    joined = await asyncio.wait_for(asyncio.gather(*(join(p) for p in players)), timeout=300)
+    join_seconds = time.monotonic() - joined_started
+
+    async def judge(player: Annotator) -> None:
+        # With think time, the first comparisons are spread over one think time, as arrivals are:
+        # the crowd does not all click at the same instant.
+        await asyncio.sleep(player.random.uniform(0, think_ms / 1000))
+        await player.judge()
+
+    tasks = [asyncio.create_task(judge(p)) for p, ok in zip(players, joined, strict=True) if ok]
+    await asyncio.sleep(think_ms / 1000)  # the spread start is not measured
+    window_start = recorder.now()
+    cpu, started = time.process_time(), time.monotonic()
+    await asyncio.wait(tasks, timeout=seconds)
+    window_end = recorder.now()
+    elapsed = time.monotonic() - started
+    generator_cpu = time.process_time() - cpu
+    stop.set()
+    await asyncio.wait(tasks, timeout=10)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.gather(*(p.client.aclose() for p in players))
+
+    window = recorder.window(window_start, window_end)
+    by_endpoint = {endpoint: [s for s in window if s.endpoint == endpoint] for endpoint in ("next", "vote")}
+    outcomes: dict[str, int] = {}
+    for sample in window:
+        key = f"{sample.endpoint} {sample.outcome}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    errors = sum(1 for s in window if not s.outcome.isdigit() or s.outcome.startswith("5"))
+    votes = sum(1 for s in by_endpoint["vote"] if s.outcome == "201")
+    return {
+        "annotators": annotators,
+        "joined": sum(joined),
+        "think_ms": think_ms,
+        "join_seconds": round(join_seconds, 1),
+        "join": latency_figures([s.seconds for s in recorder.samples if s.endpoint == "join"]),
+        "seconds": round(elapsed, 1),
+        "votes": votes,
+        "votes_per_second": round(votes / elapsed, 1),
+        "next": latency_figures([s.seconds for s in by_endpoint["next"]]),
+        "vote": latency_figures([s.seconds for s in by_endpoint["vote"]]),
+        "all": latency_figures([s.seconds for s in by_endpoint["next"] + by_endpoint["vote"]]),
+        "errors": errors,
+        "outcomes": dict(sorted(outcomes.items())),
+        "generator_cpu_percent": round(100 * generator_cpu / elapsed),
+    }
+
+
+# --- the server's processes and the database ---------------------------------------------------
+
+
+def worker_rss_mb(stack: Stack) -> list[float]:
+    """Resident memory (VmRSS, MB) of every gunicorn worker: the children of the master."""
+    sizes = []
+    for pid in stack.children("web"):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        kilobytes = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE).group(1))
+        sizes.append(round(kilobytes / 1024, 1))
+    return sizes
+
+
+def settle(stack: Stack, slugs: list[str], timeout: float) -> None:
+    """Waits until no ballot is fully voted and still open (its close has run), at most ``timeout``."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with psycopg.connect(stack.database_url, autocommit=True) as db:
+            (pending,) = db.execute(
+                """SELECT count(*) FROM collection_ballot b JOIN collection_study s ON s.id = b.study_id
+                   WHERE s.slug = ANY(%s) AND b.status = 'open' AND b.votes_recorded >= b.comparison_count""",
+                [slugs],
+            ).fetchone()
+        if pending == 0:
+            return
+        time.sleep(0.5)
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def _ms(figures: dict, key: str) -> str:
+    return f"{figures[key]:,.0f}" if key in figures else "–"
+
+
+def markdown(report: dict) -> str:
+    rows = [("figure", "value", "goal")]
+    health, vote, crowd = report.get("health"), report.get("vote"), report.get("crowd")
+    if health:
+        rows.append(
+            (
+                f"`/healthz/` requests/s ({health['clients']} clients)",
+                f"{health['requests_per_second']:,.0f}",
+                "",
+            )
+        )
+    if vote:
+        rows += [
+            (
+                f"votes/s ({vote['annotators']} annotators, no think time)",
+                f"{vote['votes_per_second']:,.1f}",
+                "",
+            ),
+            ("`vote` p50 / p95 ms", f"{_ms(vote['vote'], 'p50_ms')} / {_ms(vote['vote'], 'p95_ms')}", ""),
+            ("`next` p50 / p95 ms", f"{_ms(vote['next'], 'p50_ms')} / {_ms(vote['next'], 'p95_ms')}", ""),
+            ("joining (entry page, consent) p50 ms", _ms(vote["join"], "p50_ms"), ""),
+        ]
+    if health and vote and vote["votes_per_second"]:
+        rows.append(
+            (
+                "**a vote costs N healthz requests**",
+                f"**{report['healthz_per_vote']:.1f}**",
+                f"≤ {GOAL_HEALTHZ_PER_VOTE:g}",
+            )
+        )
+    if crowd:
+        rows += [
+            (
+                f"{crowd['annotators']} annotators, {crowd['think_ms'] / 1000:g} s think: p50 / p95 ms",
+                f"{_ms(crowd['all'], 'p50_ms')} / {_ms(crowd['all'], 'p95_ms')}",
+                f"p95 < {GOAL_CROWD_P95_MS:g}",
+            ),
+            (
+                "… votes/s, errors (5xx, network)",
+                f"{crowd['votes_per_second']:,.1f}, {crowd['errors']}",
+                "0 errors",
+            ),
+        ]
+    if report.get("worker_rss_mb"):
+        sizes = report["worker_rss_mb"]
+        rows.append(
+            ("web worker RSS after the load, MB (max)", f"{max(sizes):,.0f}", f"< {GOAL_WORKER_RSS_MB:g}")
+        )
+    if "invariants_held" in report:
+        rows.append(
+            ("invariants after the load", "held" if report["invariants_held"] else "**broken**", "held")
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |" for row in rows
+    ]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    main.add_argument("--label", default="", help="a name for this run in the report")
+    main.add_argument("--phases", default="health,vote,crowd", help="comma-separated: health, vote, crowd")
+    main.add_argument("--seconds", type=float, default=30, help="measured seconds of each phase")
+    main.add_argument(
+        "--crowd-seconds", type=float, default=None, help="of the crowd phase (default: --seconds)"
+    )
+    main.add_argument("--web-workers", type=int, default=None, help="gunicorn processes (default: compose's)")
+    main.add_argument(
+        "--threads", type=int, default=None, help="gunicorn threads per process (default: compose's)"
+    )
+    main.add_argument("--worker-class", default=None, help="gunicorn worker class, e.g. sync or gthread")
+    main.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="for web, worker, beat"
+    )
+    main.add_argument("--postgres-port", type=int, default=5514)
+    main.add_argument("--redis-port", type=int, default=6314)
+    main.add_argument("--web-port", type=int, default=8114)
+    main.add_argument("--time-limit", type=float, default=600, help="seconds before the whole run is stopped")
+    main.add_argument("--keep", action="store_true", help="keep the run directory (logs, database)")
+    main.add_argument("--json", type=Path, default=None, help="also write every figure here")
+    return main
+
+
+def _stop_at_time_limit(signum, frame):
+    raise KeyboardInterrupt(f"the time limit ran out (signal {signum})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    phases = {phase.strip() for phase in args.phases.split(",") if phase.strip()}
+    environment = {}
+    for name in DEPLOYED_VARIABLES:  # as docker-compose.yml deploys it, unless --env says otherwise
+        if (value := compose_default(name)) is not None:
+            environment[name] = value
+    environment.update(item.split("=", 1) for item in args.env)
+    web_workers = args.web_workers or int(compose_default("WEB_CONCURRENCY") or 4)
+    gunicorn_args = [f"--bind=127.0.0.1:{args.web_port}"]
+    if args.threads is not None:
+        gunicorn_args.append(f"--threads={args.threads}")
+    if args.worker_class is not None:
+        gunicorn_args.append(f"--worker-class={args.worker_class}")
+    environment["GUNICORN_CMD_ARGS"] = " ".join(gunicorn_args)
+    config = StackConfig(
+        postgres_port=args.postgres_port,
+        redis_port=args.redis_port,
+        web_port=args.web_port,
+        web_workers=web_workers,
+        environment=environment,
+        keep=args.keep,
+    )
+    signal.signal(signal.SIGALRM, _stop_at_time_limit)
+    signal.signal(signal.SIGTERM, _stop_at_time_limit)
+    signal.alarm(math.ceil(args.time_limit))
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    report: dict = {
+        "label": args.label,
+        "machine": machine(),
+        "web_workers": web_workers,
+        "gunicorn_args": gunicorn_args[1:],
+        "environment": {k: v for k, v in environment.items() if k != "GUNICORN_CMD_ARGS"},
+    }
+    stack = Stack(config, log=log)
+    try:
+        stack.start()
+        slugs = []
+        for slug in ("bench", "crowd"):
+            if (slug == "bench" and "vote" in phases) or (slug == "crowd" and "crowd" in phases):
+                log(f"seeding {slug}: {stack.seed_study(slug=slug, tokens=45, appearances=20, ballots=7)}")
+                slugs.append(slug)
+        asyncio.run(health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=3))  # warm-up
+        if "health" in phases:
+            report["health"] = asyncio.run(
+                health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds)
+            )
+            log(f"health: {report['health']}")
+        if "vote" in phases:
+            report["vote"] = asyncio.run(
+                annotator_phase(
+                    stack.base_url, "bench", annotators=VOTE_ANNOTATORS, think_ms=0,
+                    seconds=args.seconds, prefix="bench",
+                )
+            )  # fmt: skip
+            log(f"vote: {report['vote']}")
+        if "health" in report and report.get("vote", {}).get("votes_per_second"):
+            report["healthz_per_vote"] = round(
+                report["health"]["requests_per_second"] / report["vote"]["votes_per_second"], 2
+            )
+        if "crowd" in phases:
+            report["crowd"] = asyncio.run(
+                annotator_phase(
+                    stack.base_url, "crowd", annotators=CROWD_ANNOTATORS, think_ms=CROWD_THINK_MS,
+                    seconds=args.crowd_seconds or args.seconds, prefix="crowd",
+                )
+            )  # fmt: skip
+            log(f"crowd: {report['crowd']}")
+        report["worker_rss_mb"] = worker_rss_mb(stack)
+        if slugs:
+            settle(stack, slugs, timeout=3 * stack.config.sweep_seconds)
+            results = {slug: invariants.check(stack.database_url, study=slug) for slug in slugs}
+            report["invariants"] = {
+                f"{slug}: {r.name}": "held" if r.held else r.offending[:5]
+                for slug, checked in results.items()
+                for r in checked
+            }
+            report["invariants_held"] = all(r.held for checked in results.values() for r in checked)
+    finally:
+        signal.alarm(0)
+        stack.stop()
+    print(
+        f"\n{args.label or 'bench_load'}: {report['machine']}; gunicorn {web_workers} workers {' '.join(gunicorn_args[1:])}"
+    )
+    print(markdown(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str))
+    return 0 if report.get("invariants_held", True) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
