@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collection import jobs, lifecycle, pools, selectors, studies, voting
-from collection.identity import annotator_from_request
+from collection.identity import annotator_of_assignment
 from collection.models import Study, StudyChange, StudyJob
 from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
 from collection.serializers import (
@@ -472,11 +472,7 @@ class VoteView(APIView):
     @staticmethod
     def _annotator_of_assignment(request, assignment_id: int):
         # The same answer for an unknown assignment and another's: nothing about others leaks.
-        not_yours = NotFound(f"assignment {assignment_id} is not one of yours")
-        study = Study.objects.filter(ballots__assignments=assignment_id).first()
-        if study is None:
-            raise not_yours
-        annotator = annotator_from_request(request, study)
+        annotator = annotator_of_assignment(request, assignment_id)
         if annotator is None:
-            raise not_yours
+            raise NotFound(f"assignment {assignment_id} is not one of yours")
         return annotator

@@ -14,8 +14,10 @@ import hashlib
 
 from django.conf import settings
 from django.core import signing
+from django.db import connection
 
 from collection.models import Annotator, Study
+from collection.study_cache import study_at_version
 from collection.voting import annotator_for
 
 SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id}, in sessions made before the cookie
@@ -88,6 +90,41 @@ def annotator_from_request(
     if annotator is not None:
         annotator.study = study  # the caller's instance: one query less per request
     return annotator
+
+
+_ASSIGNMENT_OWNER_SQL = """
+SELECT a.annotator_id, b.study_id, s.settings_version
+FROM collection_assignment a
+JOIN collection_ballot b ON b.id = a.ballot_id
+JOIN collection_study s ON s.id = b.study_id
+WHERE a.id = %s
+"""
+
+
+def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
+    """The request's annotator if ``assignment_id`` is one of theirs, else None; its ``study`` attached.
+
+    The vote's path: one statement reads the assignment's annotator, its study and the study's
+    ``settings_version``; the study's settings come from this process's copy of that version
+    (``collection.study_cache``). When the signed cookie names that annotator for that study, the
+    annotator is known without another read (its other fields load if something asks for them);
+    otherwise (a login or a session from before the cookie) ``annotator_from_request`` decides.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_ASSIGNMENT_OWNER_SQL, [assignment_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    owner_id, study_id, version = row
+    study = study_at_version(study_id, version)
+    if study is None:
+        return None
+    if _remembered(request).get(str(study_id)) == owner_id:
+        annotator = Annotator.from_db(connection.alias, ["id", "study_id"], [owner_id, study_id])
+        annotator.study = study
+        return annotator
+    annotator = annotator_from_request(request, study)
+    return annotator if annotator is not None and annotator.pk == owner_id else None
 
 
 class AnnotatorCookieMiddleware:

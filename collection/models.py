@@ -9,6 +9,7 @@ number exists once per study, an item is an unordered pair of two distinct token
 from __future__ import annotations
 
 import secrets
+import uuid
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -160,6 +161,9 @@ class Study(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A new value on every save: web processes keep a study's row in memory keyed by it, and read only
+    # this value with the vote's own query to know the copy is current (collection/study_cache.py).
+    settings_version = models.UUIDField(default=uuid.uuid4, editable=False)
 
     class Meta:
         verbose_name_plural = "studies"
@@ -236,6 +240,14 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        # Every save is a new version, so that no web process goes on with an older copy of the row.
+        self.settings_version = uuid.uuid4()
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None:
+            kwargs["update_fields"] = {*update_fields, "settings_version"}
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self) -> str:
         return reverse("collection:entry", args=[self.slug])

@@ -132,7 +132,7 @@ if REDIS_URL:
     # short timeouts and no retries, and the callers let the request through (common/throttling.py).
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "common.cache.RedisCache",  # Django's, reusing its Redis clients (common/cache.py)
             "LOCATION": REDIS_URL,
             "OPTIONS": {
                 "socket_connect_timeout": 0.5,

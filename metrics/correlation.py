@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import polygamma
-from scipy.stats import rankdata
+
+# scipy is imported where it is used: a web worker that only collects votes never loads it (about 70 MB
+# of resident memory; tests/test_startup.py).
 
 _LEAF_GROUP = 8  # below this group size, pairs are compared directly
 
@@ -63,6 +64,8 @@ def ranks_from_scores(scores, *, higher_is_better: bool = True) -> np.ndarray:
     if not np.all(np.isfinite(values)):
         first_bad = int(np.flatnonzero(~np.isfinite(values))[0])
         raise ValueError(f"scores must be finite; position {first_bad} holds {values[first_bad]!r}")
+    from scipy.stats import rankdata
+
     return rankdata(-values if higher_is_better else values, method="average")
 
 
@@ -91,6 +94,8 @@ def first_rank_weight(n0: float) -> float:
     ``R(n0) = f(1; n0) / Σ_{n≥1} f(n; n0) = 1 / ((n0 + 1)² · ψ⁽¹⁾(n0 + 1))``, where ψ⁽¹⁾ is the
     trigamma function. R(0) ≈ 0.61 and R(2) ≈ 0.28.
     """
+    from scipy.special import polygamma
+
     n0 = _check_offset(n0)
     return float(1.0 / ((n0 + 1.0) ** 2 * polygamma(1, n0 + 1.0)))
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from common.numbers import finite_or_none
 from metrics.correlation import (
@@ -283,6 +282,8 @@ def annotator_agreement(
             if both.sum() < 2 or np.all(a[both] == b[both]):
                 statistic, p_value = (0.0, 1.0) if both.sum() >= 2 else (None, None)
             else:
+                from scipy import stats  # here, not at import: web workers need not load scipy
+
                 statistic, p_value = stats.ttest_rel(a[both], b[both])
             tests.append(
                 {

@@ -1,0 +1,126 @@
+"""In-process CPU of a judgement's request against a ``/healthz/`` request, and where it goes.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<empty db> python benchmarks/profile_vote_request.py
+    python benchmarks/profile_vote_request.py --judgements 400 --profile 25   # top 25 functions
+
+Issue 9's goal is that a judgement (the vote, whose answer carries the next comparison) costs at most
+three ``/healthz/`` requests of the same server. The load benchmark (``bench_load.py``) measures it
+end to end; this script says why, without a network or a load generator in the way: Django's test
+client sends, in one process, ``--judgements`` votes of annotators who joined through the study link
+(each vote carries the next comparison, as ``vote.js`` uses it), and as many ``/healthz/`` requests.
+It prints the CPU seconds per request of each (``time.process_time``, so other jobs on the machine
+do not count), their ratio, and, with ``--profile N``, the N functions with the most cumulative time
+under cProfile for the votes.
+
+The settings are production's where they matter to CPU: ``DEBUG`` off (no query log), the
+middleware stack, the annotator cookie, the throttles (raised, so that they count but never refuse).
+The database is the embedded SQLite in a temporary folder unless ``DATABASE_URL`` names another
+(which must be empty: the script migrates it and builds the demo-sized study).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ANNOTATORS = 20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judgements", type=int, default=400)
+    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (CPU)")
+    parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative or tottime")
+    args = parser.parse_args()
+
+    run_dir = tempfile.mkdtemp(prefix="bench-request-")
+    os.environ.setdefault("YARDSTICK_DATA_DIR", run_dir)
+    os.environ["STATIC_ROOT"] = str(Path(run_dir) / "static")  # production's manifest, built below
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECRET_KEY", "benchmark-" + "x" * 50)
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
+    for scope in ("NEXT_PARTICIPANT", "NEXT_ADDRESS", "VOTE_PARTICIPANT", "VOTE_ADDRESS", "JOIN_ADDRESS"):
+        os.environ[f"THROTTLE_{scope}"] = "1000000/min"
+
+    import django
+
+    django.setup()
+
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+
+    from benchmarks._timing import machine
+    from collection.models import Study
+
+    call_command("collectstatic", interactive=False, verbosity=0)
+    call_command("migrate", verbosity=0)
+    call_command("load_demo", slug="bench", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    study = Study.objects.get(slug="bench")
+    Study.objects.filter(pk=study.pk).update(votes_per_annotator_per_ballot=None)
+
+    clients, current = [], []
+    for number in range(ANNOTATORS):
+        client = Client(REMOTE_ADDR=f"10.0.{number // 250}.{number % 250 + 1}")
+        client.get(f"/s/{study.slug}/?participant=bench-{number}")
+        client.post(f"/s/{study.slug}/", {"consent": "yes", "participant": f"bench-{number}"})
+        answer = client.get(f"/api/studies/{study.slug}/next/")
+        assert answer.status_code == 200, answer.content
+        clients.append(client)
+        current.append(answer.json())
+
+    def votes(count: int) -> None:
+        for number in range(count):
+            who = number % ANNOTATORS
+            body = {"assignment": current[who]["assignment"], "choice": ("left", "right")[number % 3 == 0]}
+            response = clients[who].post("/api/votes/", body, content_type="application/json")
+            assert response.status_code == 201, response.content
+            following = response.json().get("next")
+            if following is None:
+                following = clients[who].get(f"/api/studies/{study.slug}/next/").json()
+            current[who] = following
+
+    health = Client()
+
+    def healthz(count: int) -> None:
+        for _ in range(count):
+            assert health.get("/healthz/").status_code == 200
+
+    votes(ANNOTATORS * 2)  # warm: imports, connections, caches
+    healthz(50)
+
+    def cpu(call, count: int) -> float:
+        started = time.process_time()
+        call(count)
+        return (time.process_time() - started) / count
+
+    vote_cpu = cpu(votes, args.judgements)
+    health_cpu = cpu(healthz, args.judgements)
+    print(f"machine: {machine()}")
+    print(f"database: {connection.vendor}; {args.judgements} judgements by {ANNOTATORS} annotators")
+    print(f"CPU per judgement (vote with the next comparison): {vote_cpu * 1000:.2f} ms")
+    print(f"CPU per /healthz/: {health_cpu * 1000:.2f} ms")
+    print(f"a judgement costs {vote_cpu / health_cpu:.2f} /healthz/ requests of CPU in process")
+
+    if args.profile:
+        profiler = cProfile.Profile(time.process_time)  # CPU, not waiting on the database
+        profiler.runcall(votes, args.judgements)
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(args.profile)
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
