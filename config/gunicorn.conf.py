@@ -13,5 +13,9 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
 threads = int(os.environ.get("WEB_THREADS") or 4)
 worker_class = "gthread" if threads > 1 else "sync"
 accesslog = "-"
-# Kept-alive connections let the voting page's script reuse one connection for next and vote.
-keepalive = 5
+# Kept-alive connections let the voting page's script reuse one connection for next and vote. An
+# annotator thinks for seconds between votes, sometimes a minute: a connection closed after gunicorn's
+# default 5 s races the next request on it (the load benchmark's crowd saw RemoteProtocolError), so
+# idle connections are kept longer than a proxy's usual 60 s idle timeout; gthread holds them in its
+# poller, not in a thread.
+keepalive = 75
