@@ -43,5 +43,7 @@ def test_the_web_application_does_not_load_numba():
     # gunicorn's workers import the WSGI application (and with it the Celery app): numba and LLVM
     # would add about 50 MB to each.
     code = "import sys, config.wsgi; print('numba' in sys.modules, 'metrics.kernels' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert result.stdout.split() == ["False", "False"]
