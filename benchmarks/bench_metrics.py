@@ -1,6 +1,7 @@
 """Metrology and evaluation at the sizes the issue names, and the metrics services on the demo study.
 
     python benchmarks/bench_metrics.py [--runs 3] [--demo-db var/yardstick.sqlite3]
+    python benchmarks/bench_metrics.py --first-evaluation-steps --runs 5   # part 2's evaluation alone
 
 1. Bootstrap of the human scores: 1000 replicates for a simulated adaptive study of 990 items
    (n_b = 7, α = 0.5, M = 20: 19,660 votes), as the instrument card and the leaderboard compute it.
@@ -129,21 +130,54 @@ def baseline_coefficient_replicates(model, human, replicates):
     ]
 
 
-def first_evaluation(ballots, human, model, seed: int) -> dict:
-    """Seconds of each step of a first evaluation with nothing cached, as metrics.figures runs it."""
+def first_evaluation(ballots, human, model, seed: int, cpu: dict | None = None) -> dict:
+    """Seconds of each step of a first evaluation with nothing cached, as metrics.figures runs it
+    (wall time; with ``cpu``, the process's CPU seconds of each step, every thread's, go there too)."""
     seconds = {}
-    started = time.perf_counter()
-    replicates = bootstrap_scores(ballots, human.size, np.random.default_rng([seed, 1]), REPLICATES)
-    replicates = replicates.astype(np.float32).astype(np.float64)  # as metrics.figures stores them
-    seconds["bootstrap"] = time.perf_counter() - started
-    started = time.perf_counter()
-    chance = chance_level(human.size, np.random.default_rng([seed, 2]), draws=REPLICATES)
-    seconds["chance"] = time.perf_counter() - started
-    started = time.perf_counter()
-    evaluate(model, human, top_k=100, human_replicates=replicates, chance=chance)
-    seconds["evaluation"] = time.perf_counter() - started
-    seconds["total"] = seconds["bootstrap"] + seconds["chance"] + seconds["evaluation"]
+    cpu = {} if cpu is None else cpu
+
+    def step(name, function):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        result = function()
+        seconds[name] = time.perf_counter() - started
+        cpu[name] = time.process_time() - started_cpu
+        return result
+
+    replicates = step(
+        "bootstrap",
+        lambda: (
+            bootstrap_scores(ballots, human.size, np.random.default_rng([seed, 1]), REPLICATES)
+            .astype(np.float32)  # as metrics.figures stores them
+            .astype(np.float64)
+        ),
+    )
+    chance = step(
+        "chance", lambda: chance_level(human.size, np.random.default_rng([seed, 2]), draws=REPLICATES)
+    )
+    step("evaluation", lambda: evaluate(model, human, top_k=100, human_replicates=replicates, chance=chance))
+    for figures in (seconds, cpu):
+        figures["total"] = figures["bootstrap"] + figures["chance"] + figures["evaluation"]
     return seconds
+
+
+def first_evaluation_steps(runs: int) -> None:
+    """``--first-evaluation-steps``: the first 10,000-item evaluation alone, each step's median wall
+    and CPU seconds over ``runs`` runs (the kernels compiled or loaded before the first)."""
+    ballots, human, model = study_for_the_first_evaluation()
+    import metrics.kernels
+
+    metrics.kernels.compile_all()
+    walls, cpus = [], []
+    for seed in range(runs):
+        cpu = {}
+        walls.append(first_evaluation(ballots, human, model, seed, cpu))
+        cpus.append(cpu)
+    load = os.getloadavg()[0]
+    print(f"first 10,000-item evaluation, 1000 replicates, median of {runs} runs (load average {load:.2f})")
+    for name in ("bootstrap", "chance", "evaluation", "total"):
+        wall = statistics.median(run[name] for run in walls)
+        cpu = statistics.median(run[name] for run in cpus)
+        print(f"  {name:12s} wall {wall:7.3f} s   CPU {cpu:7.3f} s")
 
 
 def baseline_first_evaluation(ballots, human, model, seed: int) -> dict:
@@ -334,7 +368,16 @@ def main() -> None:
     parser.add_argument("--baseline-runs", type=int, default=1, help="runs of the slow baseline")
     parser.add_argument("--demo-db", type=Path, help="a SQLite database in which the demo study has finished")
     parser.add_argument("--first-evaluation-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--first-evaluation-steps",
+        action="store_true",
+        help="only the first 10,000-item evaluation: wall and CPU seconds of each step (--runs runs)",
+    )
     args = parser.parse_args()
+    if args.first_evaluation_steps:
+        print(f"machine: {machine()}")
+        first_evaluation_steps(args.runs)
+        return
     if args.first_evaluation_only:  # the child of fresh_process_first_evaluation
         ballots, human, model = study_for_the_first_evaluation()
         print(first_evaluation(ballots, human, model, 0)["total"])

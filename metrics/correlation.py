@@ -85,7 +85,9 @@ def ranks_from_scores_rows(scores_rows) -> np.ndarray:
         )
     import metrics.kernels as kernels  # on first use, as in weighted_kendall_rows
 
-    return kernels.descending_ranks_rows(values)
+    return kernels.rows_in_threads(
+        kernels.descending_ranks_rows, values.shape[0], values.size, lambda rows: (values[rows],)
+    )
 
 
 def first_rank_weight(n0: float) -> float:
@@ -166,7 +168,12 @@ def weighted_kendall_rows(ranks_a, ranks_b_rows, n0: float = 2.0) -> np.ndarray:
     import metrics.kernels as kernels  # on first use: numba stays out of processes that never need it
 
     order_a = np.argsort(a, axis=1, kind="stable")
-    return kernels.kendall_gamma_rows(a, order_a, b, n0)
+    shared = a.shape[0] == 1
+
+    def arguments(rows):
+        return (a, order_a, b[rows], n0) if shared else (a[rows], order_a[rows], b[rows], n0)
+
+    return kernels.rows_in_threads(kernels.kendall_gamma_rows, b.shape[0], b.size, arguments)
 
 
 def weighted_spearman_rows(ranks_a, ranks_b_rows, n0: float = 2.0) -> np.ndarray:
@@ -176,7 +183,12 @@ def weighted_spearman_rows(ranks_a, ranks_b_rows, n0: float = 2.0) -> np.ndarray
     a, b, n0 = _check_rows(ranks_a, ranks_b_rows, n0)
     import metrics.kernels as kernels  # on first use, as in weighted_kendall_rows
 
-    return kernels.spearman_weighted_rows(a, b, n0)
+    shared = a.shape[0] == 1
+
+    def arguments(rows):
+        return (a if shared else a[rows], b[rows], n0)
+
+    return kernels.rows_in_threads(kernels.spearman_weighted_rows, b.shape[0], b.size, arguments)
 
 
 def kendall(ranks_a, ranks_b) -> float:

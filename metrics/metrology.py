@@ -22,6 +22,7 @@ fixed: which items each ballot held is what the study did, and only the votes ar
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,7 +126,7 @@ def bootstrap_scores(
     bootstrap counts as multiplicities. The draws are those of ``rng.integers(0, V_k, (R, V_k))``
     ballot after ballot, taken in blocks of replicates (the generator's stream does not depend on the
     block size) and counted by the compiled ``metrics.kernels.bootstrap_tallies``, so that no R × V_k
-    array is built.
+    array is built; a second thread counts a block while the next is drawn.
     """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
@@ -133,18 +134,28 @@ def bootstrap_scores(
 
     score = np.full((replicates, item_count), np.nan)
     measured = np.zeros((replicates, item_count))
-    for number, ballot in enumerate(ballots, start=1):
-        columns, left, right, outcome = _ballot_columns(ballot)
-        points = np.zeros((replicates, columns.size))
-        appearances = np.zeros((replicates, columns.size))
-        votes = ballot.vote_count
-        block = max(1, _DRAW_BLOCK // max(votes, 1))  # about 8 MB of draws at a time
-        for start in range(0, replicates if votes else 0, block):
-            # int32 draws are the same numbers as the default int64 ones (numpy draws 32 bits for
-            # a range below 2^32 either way), in half the memory.
-            draws = rng.integers(0, votes, size=(min(block, replicates - start), votes), dtype=np.int32)
-            kernels.bootstrap_tallies(draws, left, right, outcome, start, points, appearances)
-        kernels.ballot_scores(columns, points, appearances, score, measured, number == 1)
+    # The compiled tallies release the GIL: one thread counts a block of draws while this one draws
+    # the next (the draws stay in the generator's order, so the replicates do not change).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-tallies") as counter:
+        for number, ballot in enumerate(ballots, start=1):
+            columns, left, right, outcome = _ballot_columns(ballot)
+            points = np.zeros((replicates, columns.size))
+            appearances = np.zeros((replicates, columns.size))
+            votes = ballot.vote_count
+            block = max(1, _DRAW_BLOCK // max(votes, 1))  # about 8 MB of draws at a time
+            counting = None
+            for start in range(0, replicates if votes else 0, block):
+                # int32 draws are the same numbers as the default int64 ones (numpy draws 32 bits for
+                # a range below 2^32 either way), in half the memory.
+                draws = rng.integers(0, votes, size=(min(block, replicates - start), votes), dtype=np.int32)
+                if counting is not None:
+                    counting.result()  # at most two blocks of draws held at a time
+                counting = counter.submit(
+                    kernels.bootstrap_tallies, draws, left, right, outcome, start, points, appearances
+                )
+            if counting is not None:
+                counting.result()
+            kernels.ballot_scores(columns, points, appearances, score, measured, number == 1)
     return score
 
 

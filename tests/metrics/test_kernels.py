@@ -190,3 +190,34 @@ def test_compile_all_compiles_what_the_callers_then_use():
         check=True,
     )
     assert result.stdout.split() == ["1", "True"]
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_rows_shared_between_threads_give_the_numbers_of_one_thread(shared, monkeypatch):
+    # Above _SPLIT_AT cells the row versions hand halves of the rows to two threads; every row is
+    # computed alone either way, so the results are equal to the last bit, and equal the per-row
+    # coefficients. 9 rows: the halves are of unequal size.
+    from metrics import kernels
+
+    rng = np.random.default_rng(31)
+    n = 303
+    human = rows_of_rankings(rng, n, 9, distinct=40)
+    model = rows_of_rankings(rng, n, 1 if shared else 9, distinct=n)
+    scores = rng.integers(0, 60, (9, n)).astype(np.float64)
+    monkeypatch.setattr(kernels, "THREADS", 2)
+    results = {}
+    for split_at in (10**12, 0):  # one thread, then two
+        monkeypatch.setattr(kernels, "_SPLIT_AT", split_at)
+        results[split_at] = (
+            weighted_kendall_rows(model, human, 2.0),
+            weighted_spearman_rows(model, human, 2.0),
+            ranks_from_scores_rows(scores),
+        )
+    for one, two in zip(results[10**12], results[0], strict=True):
+        np.testing.assert_array_equal(two, one)
+    tau_w, rho_w, ranks = results[0]
+    for row in range(9):
+        model_row = model[0] if shared else model[row]
+        assert tau_w[row] == pytest.approx(weighted_kendall(model_row, human[row], 2.0), abs=1e-12)
+        assert rho_w[row] == pytest.approx(weighted_spearman(model_row, human[row], 2.0), abs=1e-12)
+    np.testing.assert_array_equal(ranks, stats.rankdata(-scores, method="average", axis=1))
