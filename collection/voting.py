@@ -18,6 +18,7 @@ from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
 from collection.selectors import AnnotatorProgress, comparison_display
 from common.errors import ServiceError
+from common.prepared import PreparedStatement
 
 # --- annotators ----------------------------------------------------------------------------------
 
@@ -228,6 +229,18 @@ LEFT JOIN collection_token right_a ON right_a.id = right_item.token_a_id
 LEFT JOIN collection_token right_b ON right_b.id = right_item.token_b_id
 """
 
+LEASE_STATEMENT = PreparedStatement(
+    "yardstick_lease",
+    _LEASE_SQL,
+    {
+        "study": "bigint",
+        "annotator": "bigint",
+        "now": "timestamptz",
+        "expires": "timestamptz",
+        "cap": "integer",
+    },
+)
+
 
 def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResult:
     """PostgreSQL: the annotator's lock, then the whole lease in one statement (``_LEASE_SQL``)."""
@@ -241,7 +254,7 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
         "cap": study.votes_per_annotator_per_ballot,
     }
     with connection.cursor() as cursor:
-        cursor.execute(_LEASE_SQL, parameters)
+        LEASE_STATEMENT.execute(cursor, parameters)
         (
             ballot_id,
             ballot_number,
@@ -515,6 +528,19 @@ _VOTE_FIELDS = [
     "created_at",
 ]
 
+VOTE_STATEMENT = PreparedStatement(
+    "yardstick_vote",
+    _VOTE_SQL,
+    {
+        "assignment": "bigint",
+        "annotator": "bigint",
+        "now": "timestamptz",
+        "allowed": "boolean",
+        "choice": "text",
+        "client_ms": "integer",
+    },
+)
+
 
 def _vote_in_one_statement(
     *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
@@ -528,7 +554,7 @@ def _vote_in_one_statement(
         "client_ms": client_response_ms,
     }
     with connection.cursor() as cursor:
-        cursor.execute(_VOTE_SQL, parameters)
+        VOTE_STATEMENT.execute(cursor, parameters)
         row = cursor.fetchone()
     if row is None:
         raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)

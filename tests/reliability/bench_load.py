@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -84,7 +85,7 @@ def latency_figures(seconds: list[float]) -> dict:
     }
 
 
-async def health_phase(base_url: str, *, clients: int, seconds: float) -> dict:
+async def health_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dict:
     """``clients`` closed loops on /healthz/ for ``seconds``: requests/s (200s only) and latency."""
     stop = asyncio.Event()
     latencies: list[float] = []
@@ -109,12 +110,15 @@ async def health_phase(base_url: str, *, clients: int, seconds: float) -> dict:
                     failures += 1
 
     cpu, started = time.process_time(), time.monotonic()
+    cpu_before = meter() if meter else None
     tasks = [asyncio.create_task(loop(client)) for client in clients_made]
     await asyncio.sleep(seconds)
     stop.set()
     elapsed = time.monotonic() - started
+    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else None
     await asyncio.gather(*tasks)
     return {
+        "cores": cores,
         "clients": clients,
         "seconds": round(elapsed, 1),
         "requests_per_second": round(len(latencies) / elapsed, 1),
@@ -125,7 +129,7 @@ async def health_phase(base_url: str, *, clients: int, seconds: float) -> dict:
 
 
 async def annotator_phase(
-    base_url: str, slug: str, *, annotators: int, think_ms: float, seconds: float, prefix: str
+    base_url: str, slug: str, *, annotators: int, think_ms: float, seconds: float, prefix: str, meter=None
 ) -> dict:
     """``annotators`` join (timed apart), then judge for ``seconds``; the figures of that window."""
     recorder, stop = Recorder(), asyncio.Event()
@@ -158,10 +162,12 @@ async def annotator_phase(
     await asyncio.sleep(think_ms / 1000)  # the spread start is not measured
     window_start = recorder.now()
     cpu, started = time.process_time(), time.monotonic()
+    cpu_before = meter() if meter else None
     await asyncio.wait(tasks, timeout=seconds)
     window_end = recorder.now()
     elapsed = time.monotonic() - started
     generator_cpu = time.process_time() - cpu
+    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else None
     stop.set()
     await asyncio.wait(tasks, timeout=10)
     for task in tasks:
@@ -178,6 +184,7 @@ async def annotator_phase(
     errors = sum(1 for s in window if not s.outcome.isdigit() or s.outcome.startswith("5"))
     votes = sum(1 for s in by_endpoint["vote"] if s.outcome == "201")
     return {
+        "cores": cores,
         "annotators": annotators,
         "joined": sum(joined),
         "think_ms": think_ms,
@@ -226,6 +233,63 @@ def settle(stack: Stack, slugs: list[str], timeout: float) -> None:
         if pending == 0:
             return
         time.sleep(0.5)
+
+
+def _process_cpu_seconds(pid: int, *, with_children: bool) -> float:
+    """utime + stime of ``pid`` (+ cutime + cstime: its children that have ended), in seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    if with_children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid`` and every process below it, ended children included."""
+    total = _process_cpu_seconds(pid, with_children=True)
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return total + sum(_tree_cpu_seconds(int(child)) for child in children)
+
+
+def cpu_snapshot(stack: Stack) -> dict[str, float]:
+    """CPU seconds used so far by each part of the stack and by this load generator."""
+    roots = {name: process.pid for name, process in stack.processes.items()}
+    try:  # pg_ctl starts the postmaster as a daemon: its pid is the first line of postmaster.pid
+        roots["postgres"] = int((stack.pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    snapshot = {name: _tree_cpu_seconds(pid) for name, pid in roots.items()}
+    times = os.times()
+    snapshot["generator"] = times.user + times.system
+    return snapshot
+
+
+def wait_until_quiet(stack: Stack, *, timeout: float = 300.0, log=print) -> float:
+    """Waits until the stack's processes use under a tenth of a core (a Celery worker compiles the
+    metrics kernels as it starts: measured beside the server, that work would lower its floor).
+    Returns the seconds waited."""
+    started = time.monotonic()
+    before = cpu_snapshot(stack)
+    while time.monotonic() - started < timeout:
+        time.sleep(2.0)
+        after = cpu_snapshot(stack)
+        busy = sum(after[name] - before.get(name, 0.0) for name in after if name != "generator") / 2.0
+        if busy < 0.1:
+            return time.monotonic() - started
+        before = after
+    log(f"the stack was still busy after {timeout:.0f} s; measuring anyway")
+    return time.monotonic() - started
+
+
+def cpu_per_second(before: dict[str, float], after: dict[str, float], seconds: float) -> dict[str, float]:
+    """Cores used by each part during a phase: CPU seconds per second of wall time."""
+    return {name: round((after[name] - before.get(name, 0.0)) / seconds, 3) for name in sorted(after)}
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -292,6 +356,31 @@ def markdown(report: dict) -> str:
         "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |" for row in rows
     ]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def cpu_markdown(report: dict) -> str:
+    """Where the CPU went: cores used by each part, and CPU ms per healthz request and per vote."""
+    phases = [
+        (name, report[name], rate)
+        for name, rate in (("health", "requests_per_second"), ("vote", "votes_per_second"))
+        if report.get(name, {}).get("cores") and report[name].get(rate)
+    ]
+    if not phases:
+        return ""
+    parts = sorted({part for _, figures, _ in phases for part in figures["cores"]})
+    header = ["part"] + [
+        f"{name}: cores, CPU ms per {'request' if name == 'health' else 'vote'}" for name, _, _ in phases
+    ]
+    rows = [header]
+    for part in [*parts, "all"]:
+        cells = [part]
+        for _, figures, rate in phases:
+            cores = sum(figures["cores"].values()) if part == "all" else figures["cores"].get(part, 0.0)
+            cells.append(f"{cores:.2f}, {1000 * cores / figures[rate]:.2f}")
+        rows.append(cells)
+    lines = ["| " + " | ".join(row) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("---" for _ in header) + "|")
     return "\n".join(lines)
 
 
@@ -362,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         "environment": {k: v for k, v in environment.items() if k != "GUNICORN_CMD_ARGS"},
     }
     stack = Stack(config, log=log)
+    meter = lambda: cpu_snapshot(stack)  # noqa: E731
     try:
         stack.start()
         slugs = []
@@ -370,16 +460,17 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"seeding {slug}: {stack.seed_study(slug=slug, tokens=45, appearances=20, ballots=7)}")
                 slugs.append(slug)
         asyncio.run(health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=3))  # warm-up
+        report["quiet_after_seconds"] = round(wait_until_quiet(stack, log=log), 1)
         if "health" in phases:
             report["health"] = asyncio.run(
-                health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds)
+                health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds, meter=meter)
             )
             log(f"health: {report['health']}")
         if "vote" in phases:
             report["vote"] = asyncio.run(
                 annotator_phase(
                     stack.base_url, "bench", annotators=VOTE_ANNOTATORS, think_ms=0,
-                    seconds=args.seconds, prefix="bench",
+                    seconds=args.seconds, prefix="bench", meter=meter,
                 )
             )  # fmt: skip
             log(f"vote: {report['vote']}")
@@ -391,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             report["crowd"] = asyncio.run(
                 annotator_phase(
                     stack.base_url, "crowd", annotators=CROWD_ANNOTATORS, think_ms=CROWD_THINK_MS,
-                    seconds=args.crowd_seconds or args.seconds, prefix="crowd",
+                    seconds=args.crowd_seconds or args.seconds, prefix="crowd", meter=meter,
                 )
             )  # fmt: skip
             log(f"crowd: {report['crowd']}")
@@ -412,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{args.label or 'bench_load'}: {report['machine']}; gunicorn {web_workers} workers {' '.join(gunicorn_args[1:])}"
     )
     print(markdown(report))
+    if table := cpu_markdown(report):
+        print("\nWhere the CPU went (all processes of the stack, and the load generator):\n")
+        print(table)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))
     return 0 if report.get("invariants_held", True) else 1

@@ -1,0 +1,77 @@
+"""common.prepared.PreparedStatement: planned once per PostgreSQL connection, run by name, with the
+answers of the same statement sent as text."""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection, connections, transaction
+
+from common.prepared import PreparedStatement
+
+SQL = """
+SELECT %(day)s::timestamptz + make_interval(days => %(count)s) AS later,
+       %(count)s IS NULL AS no_count,
+       %(word)s || '!' AS shout
+"""
+TYPES = {"day": "timestamptz", "count": "integer", "word": "text"}
+
+
+def test_the_parameters_must_be_the_types_given():
+    with pytest.raises(ValueError, match="differ"):
+        PreparedStatement("yardstick_test_mismatch", SQL, {"day": "timestamptz", "count": "integer"})
+
+
+def test_placeholders_become_numbered_parameters_in_the_order_of_the_types():
+    statement = PreparedStatement("yardstick_test_text", SQL, TYPES)
+    assert statement.prepare_sql.startswith("PREPARE yardstick_test_text(timestamptz, integer, text) AS")
+    assert "$1::timestamptz + make_interval(days => $2)" in statement.prepare_sql
+    assert "$3 || '!'" in statement.prepare_sql
+    assert statement.execute_sql == "EXECUTE yardstick_test_text(%(day)s, %(count)s, %(word)s)"
+
+
+def _prepared_runs(name: str) -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE name = %s", [name])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_answers_as_the_text_does_once_prepared_and_after_a_rollback(postgres_required):
+    statement = PreparedStatement("yardstick_test_answers", SQL, TYPES)
+    day = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    cases = [{"day": day, "count": 3, "word": "left"}, {"day": day, "count": None, "word": "it's"}]
+    for parameters in cases:
+        with connection.cursor() as cursor:
+            cursor.execute(SQL, parameters)
+            expected = cursor.fetchone()
+            statement.execute(cursor, parameters)
+            assert cursor.fetchone() == expected
+    assert expected == (None, True, "it's!")  # a NULL integer needs no cast: its type is declared
+    assert _prepared_runs("yardstick_test_answers") == 2  # prepared once, run twice
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with connection.cursor() as cursor:
+            statement.execute(cursor, cases[0])
+        raise RuntimeError("roll back")
+    with connection.cursor() as cursor:  # a rollback does not undo PREPARE: still there, not prepared again
+        statement.execute(cursor, cases[0])
+        assert cursor.fetchone()[2] == "left!"
+    assert _prepared_runs("yardstick_test_answers") == 4
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_a_new_connection_prepares_it_again(postgres_required):
+    statement = PreparedStatement("yardstick_test_connections", SQL, TYPES)
+    parameters = {"day": datetime(2026, 1, 1, tzinfo=UTC), "count": 1, "word": "right"}
+    with connection.cursor() as cursor:
+        statement.execute(cursor, parameters)
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            statement.execute(cursor, parameters)
+            assert cursor.fetchone() == (datetime(2026, 1, 2, tzinfo=UTC), False, "right!")
+    finally:
+        other.close()
