@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--judgements", type=int, default=400)
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (CPU)")
     parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative or tottime")
+    parser.add_argument("--dump", default=None, help="also write the profile's stats to this file")
     parser.add_argument(
         "--limits-off", action="store_true", help="turn the rate limits off, to see what they cost"
     )
@@ -120,6 +121,8 @@ def main() -> None:
     if args.profile:
         profiler = cProfile.Profile(time.process_time)  # CPU, not waiting on the database
         profiler.runcall(votes, args.judgements)
+        if args.dump:
+            profiler.dump_stats(args.dump)
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(args.profile)
         print(out.getvalue())
