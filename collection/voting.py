@@ -146,7 +146,10 @@ def _lock_annotator(annotator: Annotator) -> None:
 
 # Everything after the annotator's lock, in one statement. The data-modifying CTEs run once each; the
 # INSERT of the new assignment waits for "released" and "ended" through its filter, so the leases it
-# replaces are no longer active when the partial unique indexes check it.
+# replaces are no longer active when the partial unique indexes check it. The comparison to give is a
+# lapsed lease if there is one, else the first open one by position: each is one index-ordered scan of
+# comparison_available (ballot, status, position), so the lease costs the same in a full ballot as in
+# an empty one; one scan with "open OR lapsed" filtered out every voted row before it (BENCHMARKS.md).
 _LEASE_SQL = """
 WITH ballot AS (
     SELECT b.id, b.number, b.comparison_count, b.votes_recorded
@@ -170,13 +173,13 @@ votes AS (
     FROM collection_vote v
     WHERE v.annotator_id = %(annotator)s
 ),
-free AS (
+free_expired AS (
     SELECT c.id, c.status
     FROM collection_comparison c
     WHERE c.ballot_id = (SELECT id FROM ballot)
       AND NOT EXISTS (SELECT 1 FROM held WHERE valid)
       AND (%(cap)s::integer IS NULL OR (SELECT in_ballot FROM votes) < %(cap)s::integer)
-      AND (c.status = 'open' OR (c.status = 'leased' AND c.lease_expires_at < %(now)s))
+      AND c.status = 'leased' AND c.lease_expires_at < %(now)s
       AND NOT EXISTS (
           SELECT 1 FROM collection_vote v
           WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
@@ -184,6 +187,27 @@ free AS (
     ORDER BY c.position
     LIMIT 1
     FOR UPDATE OF c SKIP LOCKED
+),
+free_open AS (
+    SELECT c.id, c.status
+    FROM collection_comparison c
+    WHERE c.ballot_id = (SELECT id FROM ballot)
+      AND NOT EXISTS (SELECT 1 FROM held WHERE valid)
+      AND (%(cap)s::integer IS NULL OR (SELECT in_ballot FROM votes) < %(cap)s::integer)
+      AND c.status = 'open'
+      AND NOT EXISTS (
+          SELECT 1 FROM collection_vote v
+          WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
+      )
+    ORDER BY c.position
+    LIMIT 1
+    FOR UPDATE OF c SKIP LOCKED
+),
+free AS (  -- a lapsed lease first; free_open is read (and a row locked) only when there is none
+    SELECT * FROM free_expired
+    UNION ALL
+    SELECT * FROM free_open
+    LIMIT 1
 ),
 ended AS (
     UPDATE collection_assignment SET status = 'expired'
