@@ -1,0 +1,97 @@
+"""The PostgreSQL lease as its ballot fills: the statement's time at 0%, 50%, 90% and 99% voted.
+
+    createdb -h 127.0.0.1 -U postgres bench_lease
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_lease python benchmarks/bench_lease_fill.py
+
+The database must be empty: the script migrates it and builds the demo-sized study (990 items, a first
+ballot of 9,900 comparisons). For each share of the ballot, it marks that many comparisons voted (in
+position order, as annotators take them), runs ``VACUUM ANALYZE`` (what autovacuum does between
+ballots), then times the lease statement (``collection.voting.LEASE_STATEMENT``, prepared) for
+annotators who hold nothing, each run rolled back. It prints the median of ``--runs`` leases at each
+fill and its ratio to the empty ballot's: the baseline. A lease whose cost grew with the votes already
+in its ballot would make a large ballot slow at its end; the goal is a flat line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+FILLS = (0.0, 0.5, 0.9, 0.99)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200, help="leases timed at each fill")
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("DATABASE_URL must name an empty PostgreSQL database")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ["DEBUG"] = "false"  # no query log
+    os.environ.setdefault("SECRET_KEY", "benchmark-" + "x" * 50)
+
+    import django
+
+    django.setup()
+
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from benchmarks._timing import machine
+    from collection.models import Annotator, Ballot, Comparison, Study
+    from collection.voting import LEASE_STATEMENT
+
+    call_command("migrate", verbosity=0)
+    call_command("load_demo", slug="lease-bench", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    study = Study.objects.get(slug="lease-bench")
+    ballot = Ballot.objects.get(study=study, status=Ballot.Status.OPEN)
+    annotators = [
+        Annotator.objects.create(study=study, participant_id=f"lease-{n}", consented_at=timezone.now())
+        for n in range(10)
+    ]
+
+    def lease_seconds(annotator) -> float:
+        now = timezone.now()
+        parameters = {
+            "study": study.pk,
+            "annotator": annotator.pk,
+            "now": now,
+            "expires": now + timedelta(seconds=study.lease_seconds),
+            "cap": None,
+        }
+        with transaction.atomic(), connection.cursor() as cursor:
+            started = time.perf_counter()
+            LEASE_STATEMENT.execute(cursor, parameters)
+            row = cursor.fetchone()
+            elapsed = time.perf_counter() - started
+            assert row[6] is not None, "no comparison was given"
+            transaction.set_rollback(True)
+        return elapsed
+
+    print(f"machine: {machine()}")
+    print(f"ballot of {ballot.comparison_count} comparisons; median of {args.runs} leases at each fill")
+    baseline = None
+    for fill in FILLS:
+        voted = int(fill * ballot.comparison_count)
+        Comparison.objects.filter(ballot=ballot, position__lt=voted).update(status=Comparison.Status.VOTED)
+        Comparison.objects.filter(ballot=ballot, position__gte=voted).update(status=Comparison.Status.OPEN)
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE collection_comparison")
+        for annotator in annotators:  # warm: prepared on this connection, pages in the cache
+            lease_seconds(annotator)
+        median = statistics.median(lease_seconds(annotators[n % len(annotators)]) for n in range(args.runs))
+        baseline = baseline or median
+        print(f"{fill:>5.0%} voted: {median * 1000:.3f} ms  ({median / baseline:.2f}x the empty ballot)")
+
+
+if __name__ == "__main__":
+    main()
