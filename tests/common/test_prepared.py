@@ -31,7 +31,9 @@ def test_placeholders_become_numbered_parameters_in_the_order_of_the_types():
 
 def _prepared_runs(name: str) -> int | None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE name = %s", [name])
+        cursor.execute(
+            "SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE name = %s", [name]
+        )
         row = cursor.fetchone()
     return row[0] if row else None
 
