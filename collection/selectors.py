@@ -52,6 +52,11 @@ class AnnotatorProgress:
     def quota_reached(self) -> bool:
         return self.cap is not None and self.votes_in_ballot >= self.cap
 
+    @property
+    def ballot_is_new(self) -> bool:
+        """True when the annotator voted in an earlier ballot but not yet in this one: a new round for them."""
+        return self.votes_total > 0 and self.votes_in_ballot == 0
+
     def as_dict(self) -> dict:
         return {
             "ballot": self.ballot_number,

@@ -204,6 +204,7 @@ def _next_page(request, study, annotator, result):
         "assignment": result.assignment,
         "items": result.sides,
         "progress": result.progress,
+        "participant_id": annotator.participant_id,  # the consent text that the instructions repeat
         "api_vote_url": f"{get_script_prefix()}api/votes/",
         "api_next_url": f"{get_script_prefix()}api/studies/{study.slug}/next/",
     }

@@ -9,6 +9,10 @@
  * the page says so and tries again by itself, after Retry-After or a growing pause: the vote is kept
  * until it is recorded. On any other API error the vote is sent with the plain form instead: the server
  * records a vote once per assignment, so sending it again is safe.
+ *
+ * No side may look chosen when a pair appears, which would bias the annotator towards it: after a vote
+ * the focus moves from the button used to the question, and hover highlights wait until the pointer
+ * moves (site.css: "pointer-resting"). When the next pair belongs to a new ballot, the page says so.
  */
 (function () {
   "use strict";
@@ -31,6 +35,9 @@
   var status = document.getElementById("vote-status");
   var buttons = Array.prototype.slice.call(form.querySelectorAll("button[name=choice]"));
   var retryNotice = document.getElementById("vote-retry");
+  var ballotNotice = document.getElementById("ballot-notice");
+  var ballot = ballotNotice.getAttribute("data-ballot");
+  var instructions = document.getElementById("instructions");
   var shownAt = now();
   var busy = false;
 
@@ -179,11 +186,27 @@
     });
   }
 
+  // Announces a new ballot (a live region); once the annotator votes in it, the notice has done its job.
+  function showBallot(progress) {
+    var number = String(progress.ballot);
+    ballotNotice.textContent = "";
+    if (number === ballot) {
+      return;
+    }
+    ballot = number;
+    var notice = document.createElement("p");
+    notice.className = "notice";
+    notice.textContent = "A new round has begun: ballot " + number + " of " + progress.ballot_count + ".";
+    ballotNotice.appendChild(notice);
+  }
+
   function show(next) {
     showTokens("left", next.left.tokens);
     showTokens("right", next.right.tokens);
     question.textContent = next.question;
     showProgress(next.progress);
+    showBallot(next.progress);
+    form.classList.add("pointer-resting");
     status.textContent =
       "Vote recorded. Next: " + next.left.tokens.join(" – ") + " or " + next.right.tokens.join(" – ") + ".";
     assignmentInput.value = String(next.assignment); // last: a failure before it re-sends the old vote
@@ -237,8 +260,8 @@
         show(next);
         shownAt = now();
         setBusy(false);
-        if (focused && buttons.indexOf(focused) !== -1) {
-          focused.focus();
+        if (buttons.indexOf(focused) !== -1) {
+          question.focus({ preventScroll: true }); // not the button just used: it would look chosen
         }
       })
       .catch(function () {
@@ -273,6 +296,19 @@
     if (!event.repeat) {
       vote(choice);
     }
+  });
+
+  // A mouse resting on a side must not highlight it in a pair it has not been moved to.
+  form.classList.add("pointer-resting");
+  document.addEventListener("pointermove", function () {
+    form.classList.remove("pointer-resting");
+  });
+
+  // "Back to the comparison" at the end of the instructions closes them where the page works with scripts.
+  document.getElementById("instructions-close").addEventListener("click", function (event) {
+    event.preventDefault();
+    instructions.open = false;
+    question.focus();
   });
 
   // A page restored from the back-forward cache may show a comparison already voted: fetch a fresh one.

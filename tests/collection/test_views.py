@@ -257,6 +257,71 @@ def test_the_voting_page_shows_the_question_and_the_tokens_of_both_items(client,
     assert re.findall(r'name="assignment" value="(\d+)"', response.content.decode()) == [str(assignment.pk)]
 
 
+def test_the_voting_page_repeats_the_instructions_and_the_consent_text_behind_a_disclosure(client, study):
+    join(client, study)
+    shown = page(client.get(vote_url(study)))
+    # A <details> element: closed at first, opened and closed by the browser itself without JavaScript,
+    # and on the page itself, so reading it loses neither the comparison nor the annotator's place.
+    assert shown.attributes["instructions"] == {"class": "instructions-again", "id": "instructions"}
+    assert shown.text["instructions-toggle"] == "Instructions"
+    assert shown.text["instructions"] == (
+        f"Instructions {study.instructions} Each time you will see this question and two pairs of words: "
+        f"{study.question} Choose a pair by clicking or tapping it. On a keyboard, press ← or 1 for the "
+        "left pair and → or 2 for the right pair. Taking part We record each of your choices with the time "
+        "it took and your participant id, and use them only to rank the pairs of this study. Taking part is "
+        "voluntary: you can stop at any time by closing this page. Back to the comparison"
+    )
+    assert shown.attributes["instructions-close"]["href"] == "#vote-form"
+
+
+def test_the_instructions_on_the_voting_page_are_those_of_the_entry_page(client):
+    with_ties = make_study(allow_ties=True)  # the instructions name the tie's keys too
+    entry = page(client.get(entry_url(with_ties)))
+    client.post(entry_url(with_ties), {"consent": "yes"})  # no participant id: the browser's session
+    shown = page(client.get(vote_url(with_ties)))
+    # The entry page reads "<name> <instructions> Taking part <consent text> I have read ... Start".
+    instructions, consent_form = (
+        entry.text["main"].removeprefix(f"{with_ties.name} ").split(" Taking part ", 1)
+    )
+    consent_text = consent_form.removesuffix(" I have read the instructions and agree to take part. Start")
+    assert consent_text.endswith(
+        "an anonymous number kept in this browser, and use them only to rank the "
+        "pairs of this study. Taking part is voluntary: you can stop at any time "
+        "by closing this page."
+    )
+    assert shown.text["instructions"] == f"{instructions} Taking part {consent_text} Back to the comparison"
+
+
+def test_the_first_comparison_of_a_new_ballot_says_a_new_round_has_begun(client, study):
+    annotator = join(client, study)
+    shown = page(client.get(vote_url(study)))
+    assert (shown.attributes["ballot-notice"]["role"], shown.text["ballot-notice"]) == ("status", "")
+    assert shown.attributes["ballot-notice"]["data-ballot"] == "1"
+    response = client.post(vote_url(study), {"assignment": shown_assignment(client, study), "choice": "left"})
+    assert page(response).text["ballot-notice"] == ""  # the annotator's first ballot is no new round
+    # Everyone else votes the rest of ballot 1 (this annotator's lease goes back to the pool), which closes.
+    Assignment.objects.filter(annotator=annotator, status=Assignment.Status.ACTIVE).update(
+        status=Assignment.Status.EXPIRED
+    )
+    Comparison.objects.filter(ballot__study=study, status=Comparison.Status.LEASED).update(
+        status=Comparison.Status.OPEN, lease_expires_at=None
+    )
+    vote_until(study, voters=annotators(study, 12), max_votes=29)
+    assert list(Ballot.objects.filter(study=study).values_list("number", "status")) == [
+        (1, "closed"),
+        (2, "open"),
+    ]
+
+    shown = page(client.get(vote_url(study)))
+    assert shown.text["ballot-notice"] == "A new round has begun: ballot 2 of 3."
+    assert shown.attributes["ballot-notice"]["data-ballot"] == "2"
+    assert "Your comparisons in this ballot: 0 of 3" in shown.text["main"]
+    # Once the annotator has voted in it, the ballot is no longer new.
+    response = client.post(vote_url(study), {"assignment": shown_assignment(client, study), "choice": "left"})
+    assert page(response).text["ballot-notice"] == ""
+    assert "Your comparisons in this ballot: 1 of 3" in page(response).text["main"]
+
+
 def test_the_voting_page_shows_both_progress_bars(client, study):
     join(client, study)
     client.post(vote_url(study), {"assignment": shown_assignment(client, study), "choice": "left"})

@@ -1,0 +1,94 @@
+"""The next pair arrives with neither side highlighted, whether the last vote was a tap, a click or a key.
+
+A side that still looks hovered, focused or chosen when the next pair appears invites the annotator to
+pick it again: a position bias the instrument must not have. Each test records the computed look of
+both choice buttons when the page is fresh and untouched, votes, and compares once the next pair is in.
+"""
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_voting import consent, study_with_words
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LOOK = ["backgroundColor", "borderTopColor", "borderTopWidth", "outlineStyle", "outlineColor", "opacity"]
+
+LOOKS_JS = """(properties) => ["left", "right"].map((side) => {
+    const style = getComputedStyle(document.getElementById("choice-" + side));
+    return Object.fromEntries(properties.map((name) => [name, style[name]]));
+})"""
+
+
+def looks(page) -> list[dict]:
+    """The computed look of the left and right choice buttons, once their transitions have ended."""
+    page.evaluate("Promise.all(document.getAnimations().map((animation) => animation.finished))")
+    return page.evaluate(LOOKS_JS, LOOK)
+
+
+def vote_and_wait_for_the_next_pair(page, cast) -> None:
+    assignment = page.locator("input[name=assignment]").input_value()
+    cast()
+    expect(page.locator("input[name=assignment]")).not_to_have_value(assignment)
+    expect(page.locator("#choice-left")).to_be_enabled()
+
+
+def expect_neither_side_selected(page, untouched: list[dict]) -> None:
+    assert looks(page) == untouched
+    focused = page.evaluate("document.activeElement && document.activeElement.id")
+    assert focused not in {"choice-left", "choice-right", "choice-tie"}
+
+
+def test_on_a_phone_the_pair_after_a_tap_arrives_with_neither_side_highlighted(phone_page, live_server):
+    study = study_with_words(votes_per_annotator_per_ballot=None)
+    consent(phone_page, live_server, study)
+    expect(phone_page.locator("#vote-keys")).to_be_visible()  # vote.js runs: no reload between pairs
+    untouched = looks(phone_page)
+    assert untouched[0] == untouched[1]
+
+    for side in ["left", "right", "left"]:
+        vote_and_wait_for_the_next_pair(phone_page, phone_page.locator(f"#choice-{side}").tap)
+        expect_neither_side_selected(phone_page, untouched)
+
+
+def test_on_a_desktop_the_pair_after_a_key_press_arrives_with_neither_side_highlighted(page, live_server):
+    study = study_with_words(votes_per_annotator_per_ballot=None)
+    consent(page, live_server, study)
+    expect(page.locator("#vote-keys")).to_be_visible()
+    untouched = looks(page)
+
+    # A keyboard user tabs to the left pair and votes with Enter, then with the arrow and number keys
+    # while the focus is still there: each next pair arrives with no side focused.
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "choice-left":
+            break
+    vote_and_wait_for_the_next_pair(page, lambda: page.keyboard.press("Enter"))
+    expect_neither_side_selected(page, untouched)
+    for key in ["ArrowRight", "1", "2"]:
+        vote_and_wait_for_the_next_pair(page, lambda key=key: page.keyboard.press(key))
+        expect_neither_side_selected(page, untouched)
+
+    # Tab still reaches the pairs, and the keys still vote.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "choice-left"
+    vote_and_wait_for_the_next_pair(page, lambda: page.keyboard.press("Space"))
+    expect_neither_side_selected(page, untouched)
+
+
+def test_on_a_desktop_a_mouse_resting_on_a_side_does_not_highlight_the_next_pair(page, live_server):
+    study = study_with_words(votes_per_annotator_per_ballot=None)
+    consent(page, live_server, study)
+    expect(page.locator("#vote-keys")).to_be_visible()
+    page.mouse.move(0, 0)
+    untouched = looks(page)
+
+    vote_and_wait_for_the_next_pair(page, page.locator("#choice-right").click)  # the mouse stays there
+    expect_neither_side_selected(page, untouched)
+    vote_and_wait_for_the_next_pair(page, lambda: page.keyboard.press("ArrowLeft"))
+    expect_neither_side_selected(page, untouched)
+
+    # Moving the mouse brings the hover highlight back: it shows what a click would choose.
+    box = page.locator("#choice-left").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert looks(page)[0] != untouched[0]
