@@ -31,12 +31,20 @@ from common.parsers import JSONParser
 from common.throttling import AddressThrottle, UserThrottle, login_lockout
 from metrics import services
 from metrics.figures import DEFAULT_WEIGHT_OFFSET
+from metrics.instrument import (
+    DRAFT_MESSAGE,
+    card_json_data,
+    card_wait_seconds,
+    instrument_card_or_request,
+)
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
 from metrics.selectors import items_for_model_owners, submissions_of
 from metrics.serializers import (
     AnnotatorViewSerializer,
     AuthTokenResponseSerializer,
+    CardComputingSerializer,
+    CardSerializer,
     EvaluationQuerySerializer,
     EvaluationSerializer,
     LeaderboardQuerySerializer,
@@ -463,3 +471,59 @@ class AnnotatorsView(MetricsErrors, APIView):
         study = _study_or_404(slug)
         _require_finished(study)
         return Response(AnnotatorViewSerializer(annotator_view(study=study)).data)
+
+
+CARD_COMPUTING = (
+    "the instrument card of study {slug!r} is being computed ({items:,} items); ask again in {wait} seconds"
+)
+
+
+class CardView(MetricsErrors, APIView):
+    """The instrument card of a study as data: the dict of the card's .json download, with its version.
+
+    Public, as the card page is, for a study that has started (a running study's card fills in as its
+    ballots close); a draft has no card (409). A large card that is not computed yet is computed in
+    the background: 202 with Retry-After meanwhile.
+    """
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        summary="The study's instrument card: procedure, precision, repeatability, resolution, chance level",
+        operation_id="studies_card_retrieve",
+        tags=["public"],
+        auth=[],
+        parameters=[
+            OpenApiParameter(
+                "Retry-After",
+                OpenApiTypes.INT,
+                location=OpenApiParameter.HEADER,
+                response=[202],
+                required=True,
+                description="Seconds to wait before asking again.",
+            )
+        ],
+        responses={
+            200: CardSerializer,
+            202: OpenApiResponse(
+                CardComputingSerializer,
+                description="The card is being computed in the background: ask again after Retry-After seconds.",
+            ),
+            404: error_response("No such study."),
+            409: error_response("The study is a draft: nothing has been measured yet."),
+        },
+    )
+    def get(self, request, slug: str):
+        study = _study_or_404(slug)
+        if study.is_draft:
+            raise StudyStateError(DRAFT_MESSAGE.format(slug=study.slug))
+        card = instrument_card_or_request(study=study)
+        if card is None:
+            items = study.items.count()
+            wait = card_wait_seconds(items)
+            body = {
+                "detail": CARD_COMPUTING.format(slug=study.slug, items=items, wait=wait),
+                "retry_after": wait,
+            }
+            return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Retry-After": str(wait)})
+        return Response(card_json_data(card))

@@ -11,6 +11,7 @@ urlpatterns = [
     path("studies/<slug:slug>/submissions/", api.SubmissionCreateView.as_view(), name="study-submissions"),
     path("studies/<slug:slug>/leaderboard/", api.LeaderboardView.as_view(), name="study-leaderboard"),
     path("studies/<slug:slug>/annotators/", api.AnnotatorsView.as_view(), name="study-annotators"),
+    path("studies/<slug:slug>/card/", api.CardView.as_view(), name="study-card"),
     path("submissions/", api.SubmissionListView.as_view(), name="submissions"),
     path("submissions/<int:submission_id>/", api.SubmissionDetailView.as_view(), name="submission-detail"),
     path(

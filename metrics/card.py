@@ -811,7 +811,8 @@ def _chance(card: Mapping) -> Section:
         Paragraph(
             "Weighted rank coefficients do not average zero between unrelated rankings: the weights of Lombardo et "
             f"al. Eq. 9 depend on both rankings ({CHANCE_PAPER}). These are their mean and SD between this study's "
-            "ranking and random permutations of it."
+            "ranking and random permutations of it, with those of the plain ρ and τ (Eq. 7) on the same "
+            "permutations: they average zero, and their SD says how far from zero chance alone reaches."
         )
     ]
     if not chance:
@@ -819,11 +820,18 @@ def _chance(card: Mapping) -> Section:
         return Section("chance", "7. Chance level", "Lombardo et al. Eq. 8–9", tuple(blocks))
     items = (card.get("procedure") or {}).get("items")
     rho_w, tau_w = chance.get("rho_w") or {}, chance.get("tau_w") or {}
+    # Cards before version 5 have no ρ and τ: their lines are left out rather than shown empty.
+    plain = tuple(
+        (f"{label} of unrelated rankings (mean ± SD)", _plus_minus(level.get("mean"), level.get("sd")))
+        for label, level in (("ρ", chance.get("rho")), ("τ", chance.get("tau")))
+        if level
+    )
     blocks.append(
         Facts(
             (
                 ("ρ_w of unrelated rankings (mean ± SD)", _plus_minus(rho_w.get("mean"), rho_w.get("sd"))),
                 ("τ_w of unrelated rankings (mean ± SD)", _plus_minus(tau_w.get("mean"), tau_w.get("sd"))),
+                *plain,
                 ("Items", count(items)),
                 ("Weight offset n0, f(n) = 1/(n + n0)²", _setting(chance.get("weight_offset"))),
                 ("Random permutations", count(chance.get("draws"))),

@@ -8,20 +8,13 @@ items when it is not). A draft has no card yet: the page says so and the downloa
 from __future__ import annotations
 
 import json
-import math
 
-import numpy as np
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from collection.models import Study
 from metrics import card_render
-from metrics.instrument import instrument_card
-
-DRAFT_MESSAGE = (
-    "Study {slug!r} is a draft: nothing has been measured yet. Its instrument card exists once the study has "
-    "started; it fills in as ballots close."
-)
+from metrics.instrument import DRAFT_MESSAGE, card_json_data, instrument_card
 
 
 def card_page(request, slug: str):
@@ -48,7 +41,9 @@ def card_json(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     if study.is_draft:
         return _draft_response(study)
-    text = json.dumps(_plain(instrument_card(study=study)), ensure_ascii=False, allow_nan=False, indent=1)
+    text = json.dumps(
+        card_json_data(instrument_card(study=study)), ensure_ascii=False, allow_nan=False, indent=1
+    )
     return _download(text + "\n", "application/json", f"{study.slug}-instrument-card.json")
 
 
@@ -73,18 +68,3 @@ def _download(text: str, content_type: str, filename: str) -> HttpResponse:
     response = HttpResponse(text.encode("utf-8"), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
-
-
-def _plain(value):
-    """JSON-ready copy: numpy scalars and arrays as Python values, NaN and infinities as None."""
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

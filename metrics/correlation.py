@@ -29,14 +29,20 @@ import numpy as np
 # of resident memory; tests/test_startup.py).
 
 _LEAF_GROUP = 8  # below this group size, pairs are compared directly
+# n0 → ∞ makes every weight of Eq. 9 the same: ρ_w and τ_w become ρ and τ_b. At this n0 the coefficients
+# differ from the exact ρ and τ by less than 10^-12 for 3 items and about 10^-10 for 10^4 items.
+UNIFORM_WEIGHT_OFFSET = 1e12
 
 __all__ = [
+    "UNIFORM_WEIGHT_OFFSET",
     "first_rank_weight",
     "kendall",
+    "kendall_rows",
     "rank_weights",
     "ranks_from_scores",
     "ranks_from_scores_rows",
     "spearman",
+    "spearman_rows",
     "weighted_kendall",
     "weighted_kendall_rows",
     "weighted_spearman",
@@ -189,6 +195,26 @@ def weighted_spearman_rows(ranks_a, ranks_b_rows, n0: float = 2.0) -> np.ndarray
         return (a if shared else a[rows], b[rows], n0)
 
     return kernels.rows_in_threads(kernels.spearman_weighted_rows, b.shape[0], b.size, arguments)
+
+
+def spearman_rows(ranks_a, ranks_b_rows) -> np.ndarray:
+    """Spearman's ρ of ``ranks_a`` against every row of ``ranks_b_rows`` (R × n), in compiled code.
+
+    Eq. 7 of Lombardo et al. with ``a_ij = a_j - a_i``: the uniform-weight case of Eq. 8, computed by
+    ``weighted_spearman_rows`` at ``UNIFORM_WEIGHT_OFFSET`` (equal to ``spearman`` row by row, to
+    about 10^-10 at 10^4 items).
+    """
+    return weighted_spearman_rows(ranks_a, ranks_b_rows, UNIFORM_WEIGHT_OFFSET)
+
+
+def kendall_rows(ranks_a, ranks_b_rows) -> np.ndarray:
+    """Kendall's τ_b of ``ranks_a`` against every row of ``ranks_b_rows`` (R × n), in compiled code.
+
+    Eq. 7 of Lombardo et al. with ``a_ij = sign(a_j - a_i)``: the uniform-weight case of Eq. 8,
+    computed by ``weighted_kendall_rows`` at ``UNIFORM_WEIGHT_OFFSET`` (equal to ``kendall`` row by
+    row, to about 10^-10 at 10^4 items).
+    """
+    return weighted_kendall_rows(ranks_a, ranks_b_rows, UNIFORM_WEIGHT_OFFSET)
 
 
 def kendall(ranks_a, ranks_b) -> float:

@@ -7,8 +7,9 @@ PURE module: numpy, scipy and the standard library only.
 * retrieval measures (``metrics.ir``) with the human top-K of the covered items as relevant, graded
   S/A/B by equal-width bands of their human scores (S: the top third of the band [ȳ_K, ȳ_1], A: the
   middle third, B: the lowest third; gains 3/2/1 as in Sakai 2004);
-* chance level: the coefficients between unrelated rankings of the same size (``metrology.chance_level``)
-  and the one-sided permutation p-value of the observed value;
+* chance level: each of the four coefficients between unrelated rankings of the same size
+  (``metrology.chance_level``: ρ_w and τ_w of Eq. 8, ρ and τ of Eq. 7 on the same random permutations)
+  and the one-sided Monte Carlo p-value of the observed value, (1 + #{random ≥ observed}) / (1 + draws);
 * intervals: every coefficient recomputed on bootstrap replicates of the human scores (the same
   replicates for every model of a study: a paired bootstrap); the interval is the value ± 1.96 times
   the replicates' standard deviation. Not the replicates' percentiles: a bootstrap replicate adds
@@ -33,9 +34,11 @@ from common.numbers import finite_or_none
 from metrics.correlation import (
     first_rank_weight,
     kendall,
+    kendall_rows,
     ranks_from_scores,
     ranks_from_scores_rows,
     spearman,
+    spearman_rows,
     weighted_kendall,
     weighted_kendall_rows,
     weighted_spearman,
@@ -50,6 +53,7 @@ __all__ = [
     "coefficient_replicates",
     "evaluate",
     "graded_relevance",
+    "indistinguishable_groups",
     "leaderboard",
 ]
 
@@ -96,12 +100,11 @@ def coefficient_replicates(
     ρ_w and τ_w use the row-wise implementations; ρ and τ are their uniform-weight cases.
     """
     human_ranks = ranks_from_scores_rows(human_replicates)
-    uniform = 1e12  # n0 → ∞ gives uniform weights: ρ and τ_b
     return {
         "rho_w": weighted_spearman_rows(model_ranks, human_ranks, weight_offset),
         "tau_w": weighted_kendall_rows(model_ranks, human_ranks, weight_offset),
-        "rho": weighted_spearman_rows(model_ranks, human_ranks, uniform),
-        "tau": weighted_kendall_rows(model_ranks, human_ranks, uniform),
+        "rho": spearman_rows(model_ranks, human_ranks),
+        "tau": kendall_rows(model_ranks, human_ranks),
     }
 
 
@@ -139,7 +142,8 @@ def evaluate(
     Items without a model score (NaN) or without a human score are left out; the coverage is
     reported. ``human_replicates`` (R × N bootstrap replicates of ȳ) adds 95% intervals and the
     replicate values (for the leaderboard); ``chance`` (from ``metrology.chance_level`` for the
-    covered size and this n0) adds the chance mean, SD and p-value of ρ_w and τ_w.
+    covered size and this n0) adds the chance mean, SD and p-value of every coefficient it has draws
+    of (ρ_w, τ_w, ρ and τ): p = (1 + #{draws ≥ observed}) / (1 + draws), ``metrology.permutation_p_value``.
     """
     model_score = np.asarray(model_score, dtype=np.float64)
     human_score = np.asarray(human_score, dtype=np.float64)
@@ -238,6 +242,29 @@ def leaderboard(entries: list[dict], metric: str) -> list[dict]:
         key=lambda row: (row["rank"], -(row["value"] if row["value"] is not None else -math.inf), row["name"])
     )
     return rows
+
+
+def indistinguishable_groups(rows: list[dict]) -> list[int]:
+    """Groups of models that cannot be told apart, for the leaderboard's plot: one group index per row.
+
+    ``rows`` are the leaderboard's rows in its order (``leaderboard``), each with ``name`` and
+    ``indistinguishable_from``. Walking down the order, a row joins the current group when it cannot
+    be told apart from every model already in it (the difference interval of each pair contains zero),
+    else it starts the next group. So every group is a run of consecutive rows whose every pair is
+    indistinguishable; a model that stands apart is a group of its own. (Being indistinguishable is not
+    transitive: A ~ B and B ~ C with A better than C puts C in a group after A's.)
+    """
+    groups: list[int] = []
+    members: list[str] = []
+    for row in rows:
+        ties = set(row["indistinguishable_from"])
+        if groups and all(member in ties for member in members):
+            members.append(row["name"])
+            groups.append(groups[-1])
+        else:
+            members = [row["name"]]
+            groups.append(groups[-1] + 1 if groups else 0)
+    return groups
 
 
 def annotator_agreement(

@@ -1,5 +1,5 @@
 """The study-level figures a model is measured against, cached: the bootstrap replicates of the scores ȳ
-and the chance level of ρ_w and τ_w; and a model's result against them.
+and the chance level of ρ_w, τ_w, ρ and τ; and a model's result against them.
 
 One set of replicates per study, drawn from a generator seeded by the study, is the single source of
 every bootstrap figure: the instrument card's precision, the evaluations' intervals and the
@@ -31,6 +31,9 @@ REPLICATES = 1000
 # The study's seed drawn with these streams (numpy SeedSequence entropy [seed, stream]).
 REPLICATES_STREAM = 20250
 CHANCE_STREAM = 4428
+# 2: ρ and τ beside ρ_w and τ_w, on the same permutations (which, like ρ_w and τ_w, are unchanged).
+CHANCE_VERSION = 2
+CHANCE_COEFFICIENTS = ("rho_w", "tau_w", "rho", "tau")
 
 
 def replicate_count(item_count: int) -> int:
@@ -50,7 +53,7 @@ def cached(
 ):
     """The figure ``kind`` with ``parameters`` for the study's current state (plus ``depends_on``):
     read back, or computed by ``compute()`` (and stored unless ``store`` is False)."""
-    key = kind + ":" + json.dumps(parameters, sort_keys=True)
+    key = _figure_key(kind, parameters)
     fingerprint = study_state_key(study=study) + depends_on
     figure = StudyFigure.objects.filter(study=study, key=key).first()
     if figure is not None and figure.fingerprint == fingerprint:
@@ -70,6 +73,23 @@ def cached(
             },
         )
     return (value, array) if with_array else value
+
+
+def stored_figure(study: Study, kind: str, parameters: dict, *, depends_on: str = ""):
+    """The stored value of the figure ``kind`` with ``parameters`` when it is current (computed from the
+    study's present state, plus ``depends_on``); None when it is missing or stale. Never computes."""
+    figure = (
+        StudyFigure.objects.filter(study=study, key=_figure_key(kind, parameters))
+        .only("fingerprint", "value")
+        .first()
+    )
+    if figure is None or figure.fingerprint != study_state_key(study=study) + depends_on:
+        return None
+    return figure.value
+
+
+def _figure_key(kind: str, parameters: dict) -> str:
+    return kind + ":" + json.dumps(parameters, sort_keys=True)
 
 
 def _dump_array(array: np.ndarray) -> bytes:
@@ -101,7 +121,8 @@ def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
 
 
 def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bool = True) -> dict:
-    """The chance level of ρ_w and τ_w for ``item_count`` items and this n0, cached per study."""
+    """The chance level of ρ_w, τ_w, ρ and τ for ``item_count`` items and this n0, cached per study
+    (``metrology.chance_level``: one Monte Carlo of random rankings for all four)."""
 
     def compute():
         draws = replicate_count(item_count)
@@ -113,11 +134,12 @@ def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bo
                 "sd": level[name]["sd"],
                 "draws": level[name]["draws"].tolist(),
             }
-            for name in ("rho_w", "tau_w")
+            for name in CHANCE_COEFFICIENTS
         } | {"items": item_count, "weight_offset": weight_offset, "draw_count": draws}
 
-    value = cached(study, "chance", {"items": item_count, "n0": weight_offset}, compute, store=store)
-    for name in ("rho_w", "tau_w"):
+    parameters = {"items": item_count, "n0": weight_offset, "version": CHANCE_VERSION}
+    value = cached(study, "chance", parameters, compute, store=store)
+    for name in CHANCE_COEFFICIENTS:
         value[name]["draws"] = np.asarray(value[name]["draws"])
     return value
 

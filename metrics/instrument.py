@@ -9,8 +9,12 @@ page's figures. A study that finishes has its card, and its replications' cards,
 
 from __future__ import annotations
 
+import logging
+import math
+
 import krippendorff
 import numpy as np
+from django.core.cache import cache
 from django.db.models import Count, Max
 
 from collection import arrays
@@ -18,7 +22,14 @@ from collection.models import Study
 from collection.studies import STUDY_SETTINGS, study_plan
 from common.numbers import finite_or_none
 from common.tasks import enqueue_on_commit
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, cached, chance_for, study_replicates
+from metrics.figures import (
+    CHANCE_COEFFICIENTS,
+    DEFAULT_WEIGHT_OFFSET,
+    cached,
+    chance_for,
+    stored_figure,
+    study_replicates,
+)
 from metrics.metrology import (
     pair_value_counts,
     precision_summary,
@@ -30,21 +41,87 @@ from metrics.selectors import current_scores, finished_replications, study_votes
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
-CARD_VERSION = 4
+# 5: the chance level of plain ρ and τ beside ρ_w and τ_w.
+CARD_VERSION = 5
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
+# The API computes a card in the request up to this many items (about 3 s, as the card page does);
+# a larger one is computed in the background and the API answers 202 meanwhile.
+CARD_SYNC_ITEMS = 1000
+DRAFT_MESSAGE = (
+    "Study {slug!r} is a draft: nothing has been measured yet. Its instrument card exists once the study has "
+    "started; it fills in as ballots close."
+)
+
+logger = logging.getLogger(__name__)
 
 
 def instrument_card(*, study: Study) -> dict:
     """The metrology datasheet of a study (Welty §5), cached until the study changes."""
+    return cached(
+        study,
+        "card",
+        {"version": CARD_VERSION},
+        lambda: _compute_card(study),
+        depends_on=_card_depends_on(study),
+    )
+
+
+def instrument_card_or_request(*, study: Study) -> dict | None:
+    """The card for the REST API: stored and current, or computed now for a study of at most
+    ``CARD_SYNC_ITEMS`` items (as the card page does); otherwise None, once its computation has been
+    asked for in the background (the task ``metrics.instrument_card``, at most once per study every
+    ``card_wait_seconds``, so that clients polling for it do not queue one computation each)."""
+    card = stored_figure(study, "card", {"version": CARD_VERSION}, depends_on=_card_depends_on(study))
+    if card is not None:
+        return card
+    item_count = study.items.count()
+    if item_count <= CARD_SYNC_ITEMS:
+        return instrument_card(study=study)
+    try:
+        first_ask = cache.add(f"card-requested:{study.pk}", True, timeout=card_wait_seconds(item_count))
+    except Exception:  # the cache (Redis) is away: ask anyway; the task is idempotent
+        logger.warning("cache unavailable; asking for the card of study %s without deduplication", study.pk)
+        first_ask = True
+    if first_ask:
+        enqueue_on_commit(
+            "metrics.instrument_card",
+            study.pk,
+            recovered_by="the next request for the card",
+            after_response=True,
+        )
+    return None
+
+
+def card_wait_seconds(item_count: int) -> int:
+    """How long a card of ``item_count`` items takes to compute, rounded up: about 3 s per 1000 items."""
+    return max(2, math.ceil(3 * item_count / 1000))
+
+
+def card_json_data(value):
+    """A JSON-ready copy of the card (the ``.json`` download and the API): numpy scalars and arrays as
+    Python values, NaN and infinities as None."""
+    if isinstance(value, dict):
+        return {str(key): card_json_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [card_json_data(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return card_json_data(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _card_depends_on(study: Study) -> str:
+    """What the card depends on besides the study's own state: its finished replications and the
+    trail of changed settings."""
     depends_on = "|replications:" + ",".join(
         f"{other.pk}@{other.finished_at.isoformat()}"
         for other in sorted(finished_replications(study=study), key=lambda other: other.pk)
     )
     # The trail is insert-only: its last row says whether a setting changed since the card was made.
-    depends_on += f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
-    return cached(
-        study, "card", {"version": CARD_VERSION}, lambda: _compute_card(study), depends_on=depends_on
-    )
+    return depends_on + f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
 
 
 def card_refresh_on_finish(sender, instance: Study, update_fields=None, **kwargs) -> None:
@@ -202,7 +279,7 @@ def _compute_card(study: Study) -> dict:
     card["resolution"] = resolved
     chance = chance_for(study=study, item_count=item_count, weight_offset=DEFAULT_WEIGHT_OFFSET)
     card["chance"] = {
-        name: {"mean": chance[name]["mean"], "sd": chance[name]["sd"]} for name in ("rho_w", "tau_w")
+        name: {"mean": chance[name]["mean"], "sd": chance[name]["sd"]} for name in CHANCE_COEFFICIENTS
     } | {
         "weight_offset": DEFAULT_WEIGHT_OFFSET,
         "draws": chance["draw_count"],

@@ -34,6 +34,13 @@ def standing_values(result: dict) -> dict:
     }
 
 
+def has_plain_chance(coefficients: dict) -> bool:
+    """Whether ρ and τ of an evaluation result (or a standing's coefficients) carry their chance level
+    and p-value: those stored before the chance level covered them (``figures.CHANCE_VERSION`` 2) do
+    not, and are recomputed (``metrics.services``)."""
+    return all("p_value" in (coefficients.get(name) or {}) for name in ("rho", "tau"))
+
+
 def leaderboard_for(
     *, study: Study, metric: str = "tau_w", weight_offset: float = DEFAULT_WEIGHT_OFFSET
 ) -> dict:

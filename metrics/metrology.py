@@ -28,8 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from metrics.correlation import (
+    kendall_rows,
     ranks_from_scores,
     spearman,
+    spearman_rows,
     weighted_kendall_rows,
     weighted_spearman,
     weighted_spearman_rows,
@@ -377,11 +379,16 @@ def reproducibility(score_a, score_b, sd_a=None, sd_b=None, weight_offset: float
 def chance_level(
     item_count: int, rng: np.random.Generator, weight_offset: float = 2.0, draws: int = 1000
 ) -> dict:
-    """ρ_w and τ_w between a ranking and random permutations of it: their Monte Carlo distribution.
+    """ρ_w, τ_w, ρ and τ between a ranking and random permutations of it: their Monte Carlo distribution.
 
-    Weighted coefficients of unrelated rankings do not average zero (Lombardo 2025, arXiv
-    2504.08428): the weights of Eq. 9 depend on both rankings. Returns, per coefficient, the mean,
-    the SD, and the sorted draws (for p-values with ``permutation_p_value``).
+    One set of ``draws`` random permutations b of the ranks a = 1 … n; on each, ρ_w and τ_w
+    (Lombardo et al., Eq. 8 with the weights of Eq. 9 at this n0) and Spearman's ρ and Kendall's τ
+    (Eq. 7 with a_ij = a_j - a_i, and with a_ij = sign(a_j - a_i)). Weighted coefficients of
+    unrelated rankings do not average zero (Lombardo 2025, arXiv 2504.08428): the weights of Eq. 9
+    depend on both rankings. ρ and τ do average zero, but their spread at this n is what a value is
+    read against. Returns, per coefficient, the mean, the SD, and the sorted draws (for p-values with
+    ``permutation_p_value``). The permutations depend on ``rng`` and n only, so ρ_w and τ_w are the same
+    whether or not ρ and τ are computed beside them, and ρ and τ the same at every n0.
     """
     if item_count < 2:
         raise ValueError(f"the chance level needs at least two items, got {item_count}")
@@ -392,6 +399,8 @@ def chance_level(
     values = {
         "rho_w": weighted_spearman_rows(reference, permuted, weight_offset),
         "tau_w": weighted_kendall_rows(reference, permuted, weight_offset),
+        "rho": spearman_rows(reference, permuted),
+        "tau": kendall_rows(reference, permuted),
     }
     return {
         name: {
@@ -403,9 +412,17 @@ def chance_level(
     } | {"items": item_count, "weight_offset": weight_offset, "draw_count": draws}
 
 
+# A draw within this of the observed value counts as equal to it: ρ and τ of the draws come from the
+# compiled row kernels at a very large n0, the observed ones from the exact formulas, and the two may
+# differ in the last digits where the coefficients are equal (a small n makes such ties common).
+P_VALUE_TIE_TOLERANCE = 1e-9
+
+
 def permutation_p_value(observed: float, sorted_draws: np.ndarray) -> float:
     """One-sided Monte Carlo p-value of a coefficient at least as high as ``observed`` by chance:
-    (1 + #{draws ≥ observed}) / (1 + draws)."""
+    p = (1 + #{draws ≥ observed}) / (1 + draws), the +1 counting the observed ranking as one of the
+    random ones, so that p is never 0 (a p-value below 1 / (1 + draws) cannot be told). A draw within
+    ``P_VALUE_TIE_TOLERANCE`` below ``observed`` counts as a tie (at least as good)."""
     draws = np.asarray(sorted_draws, dtype=np.float64)
-    at_least = draws.size - np.searchsorted(draws, observed, side="left")
+    at_least = draws.size - np.searchsorted(draws, observed - P_VALUE_TIE_TOLERANCE, side="left")
     return float((1 + at_least) / (1 + draws.size))

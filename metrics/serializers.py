@@ -133,15 +133,18 @@ class CoefficientSerializer(serializers.Serializer):
         help_text="95% interval: value ± 1.96 standard errors.",
     )
     chance_mean = serializers.FloatField(
-        required=False, help_text="Mean between unrelated rankings of this size (ρ_w, τ_w only)."
+        required=False, help_text="Mean between unrelated rankings of this size (1000 random permutations)."
     )
     chance_sd = serializers.FloatField(required=False, help_text="SD between unrelated rankings.")
     p_value = serializers.FloatField(
-        allow_null=True, required=False, help_text="One-sided permutation p-value against chance."
+        allow_null=True,
+        required=False,
+        help_text="One-sided Monte Carlo p-value against chance: (1 + #{random ≥ value}) / (1 + 1000).",
     )
 
     def to_representation(self, instance):
-        # Only what was computed: ρ and τ have no chance level, so no chance_mean, chance_sd or p_value.
+        # Only what was computed: an evaluation stored before ρ and τ had a chance level (it is
+        # recomputed when read through the services) and one without intervals lack those keys.
         return {key: value for key, value in super().to_representation(instance).items() if key in instance}
 
 
@@ -314,6 +317,54 @@ class AnnotatorViewSerializer(serializers.Serializer):
     annotators = serializers.IntegerField()
     models = serializers.DictField(child=AnnotatorAgreementSerializer(), help_text='By "model_name (owner)".')
     paired_tests = PairedTestSerializer(many=True)
+
+
+# --- instrument card -------------------------------------------------------------------------------
+
+
+class CardStudySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    slug = serializers.CharField()
+    status = serializers.CharField()
+
+
+SECTION_HELP = "null before the first ballot has closed."
+
+
+class CardSerializer(serializers.Serializer):
+    """The instrument card as the .json download gives it (documentation of the response only)."""
+
+    version = serializers.IntegerField(help_text="The card's version: it changes when its contents do.")
+    study = CardStudySerializer()
+    procedure = serializers.DictField(
+        help_text="Question, instructions, areas, tokens, items, plan, ballots, annotators, votes, response times."
+    )
+    changes = serializers.ListField(
+        child=serializers.DictField(), help_text="Settings changed after the start, oldest first."
+    )
+    principle = serializers.CharField(help_text="How the instrument measures (Lombardo et al., Eq. 1, 5, 6).")
+    precision = serializers.DictField(
+        allow_null=True, help_text="Bootstrap SD of every item's score ȳ. " + SECTION_HELP
+    )
+    repeatability = serializers.DictField(
+        allow_null=True, help_text="Split-half reliability and Krippendorff's α. " + SECTION_HELP
+    )
+    resolution = serializers.DictField(
+        allow_null=True,
+        help_text="The smallest score difference told apart with 95% agreement. " + SECTION_HELP,
+    )
+    chance = serializers.DictField(
+        allow_null=True,
+        help_text="Mean and SD of ρ_w, τ_w, ρ and τ between unrelated rankings of the items. " + SECTION_HELP,
+    )
+    reproducibility = serializers.ListField(
+        child=serializers.DictField(), help_text="Agreement with each finished replication of the same items."
+    )
+
+
+class CardComputingSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    retry_after = serializers.IntegerField(help_text="Seconds to wait before asking again (as Retry-After).")
 
 
 class AuthTokenResponseSerializer(serializers.Serializer):

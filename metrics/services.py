@@ -26,7 +26,7 @@ from common.errors import ServiceError, StudyStateError, reported_errors
 from common.numbers import finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_result
-from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, standing_values
+from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
 from metrics.models import Evaluation, Standing, Submission
 
 logger = logging.getLogger(__name__)
@@ -244,7 +244,11 @@ def submission_standings(*, submission_id: int) -> int:
         logger.warning("submission %s does not exist or is not evaluated yet; no standings", submission_id)
         return 0
     top_k = submission.study.default_top_k(len(submission.scores))
-    stored = set(submission.standings.values_list("weight_offset", flat=True))
+    stored = {
+        weight_offset
+        for weight_offset, coefficients in submission.standings.values_list("weight_offset", "coefficients")
+        if has_plain_chance(coefficients)
+    }
     added = 0
     for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:
         if weight_offset in stored:
@@ -254,7 +258,7 @@ def submission_standings(*, submission_id: int) -> int:
         ).first()
         result = (
             evaluation.result
-            if evaluation is not None
+            if evaluation is not None and has_plain_chance(evaluation.result)
             else submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k)
         )
         added += _standing_store(submission, weight_offset, result)
@@ -262,10 +266,14 @@ def submission_standings(*, submission_id: int) -> int:
 
 
 def _standing_store(submission: Submission, weight_offset: float, result: dict) -> int:
-    """Store the standing of ``result`` unless one is stored already; 1 if this call stored it."""
-    _, created = Standing.objects.get_or_create(
+    """Store the standing of ``result`` unless one is stored already; 1 if this call stored it. A
+    standing stored before ρ and τ had a chance level is replaced (the same numbers, and those)."""
+    standing, created = Standing.objects.get_or_create(
         submission=submission, weight_offset=weight_offset, defaults=standing_values(result)
     )
+    if not created and not has_plain_chance(standing.coefficients) and has_plain_chance(result):
+        Standing.objects.filter(pk=standing.pk).update(**standing_values(result))
+        return 1
     return int(created)
 
 
@@ -285,6 +293,14 @@ def submissions_sweep(*, now: datetime | None = None, stale_seconds: int = 60) -
         .filter(standing_count__lt=len(LEADERBOARD_WEIGHT_OFFSETS))
         .values_list("pk", flat=True)
     )
+    # Standings stored before ρ and τ had a chance level are computed again (their other numbers are
+    # the same: the replicates and the permutations are seeded by the study).
+    outdated = set(
+        Standing.objects.filter(submission__status=Submission.Status.DONE, submission__created_at__lte=stale)
+        .exclude(coefficients__rho__has_key="p_value", coefficients__tau__has_key="p_value")
+        .values_list("submission_id", flat=True)
+    )
+    unranked += sorted(outdated - set(unranked))
     recovery = "the next submissions sweep"
     return enqueue_each("metrics.submission_evaluate", pending, recovered_by=recovery) + enqueue_each(
         "metrics.submission_standings", unranked, recovered_by=recovery
@@ -306,13 +322,18 @@ def evaluation_for(*, submission: Submission, weight_offset: float, top_k: int, 
     existing = Evaluation.objects.filter(
         submission=submission, weight_offset=weight_offset, top_k=top_k
     ).first()
-    if existing is not None:
+    if existing is not None and has_plain_chance(existing.result):
         return existing
     result = submission_result(
         submission=submission, weight_offset=weight_offset, top_k=top_k, progress=progress
     )
     if progress:
         progress(95)
+    if existing is not None:
+        # Stored before ρ and τ had a chance level: the same numbers again (seeded), with those.
+        Evaluation.objects.filter(pk=existing.pk).update(result=result)
+        existing.result = result
+        return existing
     evaluation, _ = Evaluation.objects.get_or_create(
         submission=submission, weight_offset=weight_offset, top_k=top_k, defaults={"result": result}
     )

@@ -19,13 +19,13 @@ from collection.models import Study
 from common.csvexport import csv_download
 from common.errors import ServiceError
 from metrics import services
-from metrics.evaluation import COEFFICIENTS
+from metrics.evaluation import COEFFICIENTS, indistinguishable_groups
 from metrics.figures import DEFAULT_WEIGHT_OFFSET
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
 from metrics.selectors import items_for_model_owners, submissions_of
-from scoring.plots import PALETTE, Series, scatter_svg
+from scoring.plots import PALETTE, Interval, Series, intervals_svg, scatter_svg
 
 LOGIN_URL = "metrics:login"
 
@@ -35,7 +35,6 @@ METRIC_LABELS = {
     "rho": "ρ (Spearman)",
     "tau": "τ (Kendall)",
 }
-WEIGHTED = ("rho_w", "tau_w")
 
 login = LoginView.as_view(template_name="metrics/login.html", next_page="metrics:index")
 logout = LogoutView.as_view(next_page="metrics:index")
@@ -79,7 +78,11 @@ def leaderboard(request, slug: str):
         return render(request, "metrics/leaderboard.html", context, status=400)
     metric, weight_offset = settings_form.cleaned_data["metric"], settings_form.cleaned_data["n0"]
     board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
-    rows = [{**row, "chosen": row["metrics"][metric]} for row in board["rows"]]
+    groups = indistinguishable_groups(board["rows"])
+    rows = [
+        {**row, "chosen": row["metrics"][metric], "group": group}
+        for row, group in zip(board["rows"], groups, strict=True)
+    ]
     agreement = annotator_view(study=study)
     context = {
         "study": study,
@@ -88,7 +91,7 @@ def leaderboard(request, slug: str):
         "rows": rows,
         "metric": metric,
         "metric_label": METRIC_LABELS[metric],
-        "weighted": metric in WEIGHTED,
+        "interval_svg": _interval_plot(rows, metric, weight_offset) if rows else None,
         "weight_offset": f"{weight_offset:g}",
         "metric_links": [
             {"name": name, "label": METRIC_LABELS[name], "current": name == metric} for name in COEFFICIENTS
@@ -99,6 +102,27 @@ def leaderboard(request, slug: str):
         "agreement_rows": [{"name": name, **entry} for name, entry in agreement["models"].items()],
     }
     return render(request, "metrics/leaderboard.html", context)
+
+
+def _interval_plot(rows: list[dict], metric: str, weight_offset: float) -> str:
+    """The leaderboard's interval plot: each model's value and 95% interval, the groups that cannot be
+    told apart on one band, and each model's chance level as a tick."""
+    return intervals_svg(
+        title=f"{METRIC_LABELS[metric]}, n0 = {weight_offset:g}: values and 95% intervals",
+        x_label=METRIC_LABELS[metric],
+        rows=[
+            Interval(
+                label=row["name"],
+                value=row["value"],
+                low=row["interval"][0] if row["interval"] else None,
+                high=row["interval"][1] if row["interval"] else None,
+                group=row["group"],
+                reference=row["chosen"].get("chance_mean"),
+            )
+            for row in rows
+        ],
+        reference_label="chance level (mean of random rankings)",
+    )
 
 
 @login_required(login_url=LOGIN_URL)
@@ -175,7 +199,12 @@ def submission(request, submission_id: int):
         problem=problem,
         evaluation=result,
         coefficients=[
-            {"name": name, "label": METRIC_LABELS[name], "weighted": name in WEIGHTED, **result[name]}
+            {
+                "name": name,
+                "label": METRIC_LABELS[name],
+                "has_chance": "chance_mean" in result[name],
+                **result[name],
+            }
             for name in COEFFICIENTS
         ],
         curve=list(zip(retrieval["recall_levels"], retrieval["interpolated_precision"], strict=True)),

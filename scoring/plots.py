@@ -17,8 +17,10 @@ import numpy as np
 
 __all__ = [
     "PALETTE",
+    "Interval",
     "Line",
     "Series",
+    "intervals_svg",
     "nice_ticks",
     "rescaling_svg",
     "scatter_svg",
@@ -56,6 +58,18 @@ class Line:
     x2: float
     y2: float
     color: str = LINE_COLOR
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One row of an interval plot: a value, its interval, the group it belongs to, and a reference mark."""
+
+    label: str
+    value: float | None
+    low: float | None
+    high: float | None
+    group: int
+    reference: float | None = None
 
 
 def nice_ticks(low: float, high: float, target: int = 5) -> tuple[float, float, list[float]]:
@@ -302,3 +316,150 @@ def scores_by_rank_svg(*, rank, win_ratio, ballot_numbers: Sequence[int], score,
         x_limits=(1.0, max(float(rank.max()) if rank.size else 1.0, 1.0)),
         y_limits=(0.0, 1.0),
     )
+
+
+INTERVAL_ROW = 28
+INTERVAL_LABEL_WIDTH = 220
+INTERVAL_LABEL_CHARACTERS = 32
+GROUP_FILL = "#E8ECF7"
+REFERENCE_COLOR = "#777777"
+
+
+def intervals_svg(
+    *,
+    title: str,
+    x_label: str,
+    rows: Sequence[Interval],
+    reference_label: str = "",
+    x_limits: tuple[float, float] | None = None,
+    width: int = WIDTH,
+) -> str:
+    """Each row's value (a dot) with its interval (a bar), one row under the other, as an SVG document
+    (the interval plot of Chatbot Arena's leaderboard).
+
+    Consecutive rows with the same ``group`` that are more than one are drawn on one shaded band,
+    labelled "cannot be told apart". A row's ``reference`` (a chance level, say) is a grey tick, named
+    in the legend by ``reference_label``. A row without a finite value says "not measured". Every row is
+    a ``<g class="interval-row">`` carrying its label, value, bounds and group in ``data-`` attributes.
+    """
+    finite_values = [
+        v
+        for row in rows
+        for v in (row.value, row.low, row.high, row.reference)
+        if v is not None and math.isfinite(v)
+    ]
+    bounds = [*finite_values, *(x_limits or ())] or [0.0, 1.0]
+    x_low, x_high, x_ticks = nice_ticks(min(bounds), max(bounds))
+
+    left, right = INTERVAL_LABEL_WIDTH, width - 24
+    top = MARGIN_TOP + 8
+    bottom = top + INTERVAL_ROW * max(len(rows), 1)
+    legend_y = bottom + 48
+    height = legend_y + 16
+
+    def px(value: float) -> float:
+        return left + (value - x_low) / (x_high - x_low) * (right - left)
+
+    def row_middle(index: int) -> float:
+        return top + INTERVAL_ROW * index + INTERVAL_ROW / 2
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot intervals" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" font-family={quoteattr(FONT)} font-size="12">',
+        f"<title>{escape(title)}</title>",
+        _text(
+            (left + right) / 2, MARGIN_TOP - 14, title, class_="title", text_anchor="middle", font_size="14"
+        ),
+    ]
+    start = 0
+    for index in range(1, len(rows) + 1):  # the shaded bands of groups of two or more
+        if index < len(rows) and rows[index].group == rows[start].group:
+            continue
+        if index - start >= 2:
+            band_top = top + INTERVAL_ROW * start + 2
+            out.append(
+                f'<g class="tie-group" data-group="{rows[start].group}" data-size="{index - start}">'
+                f'<rect x="4" y="{_number(band_top)}" width="{right - 4}" '
+                f'height="{_number(INTERVAL_ROW * (index - start) - 4)}" rx="4" fill="{GROUP_FILL}"/>'
+                + _text(right - 4, band_top + 11, "cannot be told apart", text_anchor="end", font_size="10")
+                + "</g>"
+            )
+        start = index
+    for value in x_ticks:
+        x = px(value)
+        out.append(
+            f'<g class="tick tick-x" data-value="{value!r}">'
+            f'<line x1="{_number(x)}" y1="{top}" x2="{_number(x)}" y2="{bottom}" stroke="#d0d0d0"/>'
+            f'<line x1="{_number(x)}" y1="{bottom}" x2="{_number(x)}" y2="{bottom + 5}" stroke="#444444"/>'
+            + _text(x, bottom + 18, _tick_label(value, x_ticks), text_anchor="middle")
+            + "</g>"
+        )
+    out.append(f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#444444"/>')
+    out.append(_text((left + right) / 2, bottom + 36, x_label, class_="axis-label x", text_anchor="middle"))
+
+    for index, row in enumerate(rows):
+        y = row_middle(index)
+        label = row.label
+        if len(label) > INTERVAL_LABEL_CHARACTERS:
+            label = label[: INTERVAL_LABEL_CHARACTERS - 1] + "…"
+        measured = row.value is not None and math.isfinite(row.value)
+        attributes = {
+            "data-label": row.label,
+            "data-group": row.group,
+            "data-value": repr(float(row.value)) if measured else "",
+            "data-low": repr(float(row.low)) if row.low is not None else "",
+            "data-high": repr(float(row.high)) if row.high is not None else "",
+        }
+        parts = [
+            '<g class="interval-row"'
+            + "".join(f" {name}={quoteattr(str(value))}" for name, value in attributes.items())
+            + ">",
+            f"<title>{escape(row.label)}</title>",
+            _text(left - 10, y + 4, label, class_="row-label", text_anchor="end"),
+        ]
+        if row.reference is not None and math.isfinite(row.reference):
+            x = px(row.reference)
+            parts.append(
+                f'<line class="reference" x1="{_number(x)}" y1="{_number(y - 8)}" x2="{_number(x)}" '
+                f'y2="{_number(y + 8)}" stroke="{REFERENCE_COLOR}" stroke-width="2"/>'
+            )
+        if (
+            row.low is not None
+            and row.high is not None
+            and math.isfinite(row.low)
+            and math.isfinite(row.high)
+        ):
+            parts.append(
+                f'<line class="interval" x1="{_number(px(row.low))}" y1="{_number(y)}" '
+                f'x2="{_number(px(row.high))}" y2="{_number(y)}" stroke="{PALETTE[0]}" stroke-width="3"/>'
+            )
+        if measured:
+            parts.append(
+                f'<circle class="value" cx="{_number(px(row.value))}" cy="{_number(y)}" r="5" fill="{PALETTE[0]}"/>'
+            )
+        else:
+            parts.append(_text(left + 8, y + 4, "not measured", class_="empty"))
+        parts.append("</g>")
+        out.append("".join(parts))
+
+    out.append('<g class="legend">')
+    out.append(f'<circle cx="{left + 6}" cy="{legend_y}" r="5" fill="{PALETTE[0]}"/>')
+    out.append(
+        f'<line x1="{left + 14}" y1="{legend_y}" x2="{left + 40}" y2="{legend_y}" stroke="{PALETTE[0]}" '
+        'stroke-width="3"/>'
+    )
+    out.append(_text(left + 46, legend_y + 4, "value and 95% interval"))
+    if reference_label:
+        x = left + 220
+        out.append(
+            f'<line x1="{x}" y1="{legend_y - 8}" x2="{x}" y2="{legend_y + 8}" stroke="{REFERENCE_COLOR}" '
+            'stroke-width="2"/>'
+        )
+        out.append(_text(x + 8, legend_y + 4, reference_label))
+    out.append(
+        f'<rect x="{left + 420}" y="{legend_y - 7}" width="22" height="14" rx="3" fill="{GROUP_FILL}"/>'
+    )
+    out.append(_text(left + 448, legend_y + 4, "cannot be told apart"))
+    out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out)

@@ -614,6 +614,8 @@ MATRIX = {
     },
     "api/studies/<slug:slug>/leaderboard/": {"GET": everyone(studies(200, 409, 409))},
     "api/studies/<slug:slug>/annotators/": {"GET": everyone(studies(200, 409, 409))},
+    # Public as the card page is; a draft has no card yet (409), as the .md and .json downloads answer.
+    "api/studies/<slug:slug>/card/": {"GET": everyone(studies(200, 200, 409))},
     "api/submissions/": {
         "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 200, "staff": 200}
     },

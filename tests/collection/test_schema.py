@@ -38,6 +38,7 @@ MODEL_OWNER_OPERATIONS = {
     ("/api/submissions/{submission_id}/evaluation/", "get"),
     ("/api/studies/{slug}/leaderboard/", "get"),
     ("/api/studies/{slug}/annotators/", "get"),
+    ("/api/studies/{slug}/card/", "get"),
 }
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 

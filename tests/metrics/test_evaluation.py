@@ -5,7 +5,13 @@ import pytest
 from scipy import stats
 
 from metrics.correlation import first_rank_weight
-from metrics.evaluation import annotator_agreement, evaluate, graded_relevance, leaderboard
+from metrics.evaluation import (
+    annotator_agreement,
+    evaluate,
+    graded_relevance,
+    indistinguishable_groups,
+    leaderboard,
+)
 from metrics.metrology import chance_level
 
 
@@ -96,3 +102,61 @@ def test_annotator_agreement_on_a_hand_worked_example():
     assert test["t_statistic"] == pytest.approx(expected.statistic) and test["p_value"] == pytest.approx(
         expected.pvalue
     )
+
+
+def test_plain_rho_and_tau_get_a_p_value_counted_by_hand_on_three_items():
+    # Three items have 6 rankings; against the identity, Spearman's ρ takes 1, ½, ½, -½, -½, -1 and
+    # Kendall's τ 1, ⅓, ⅓, -⅓, -⅓, -1 (Eq. 7). A model that ranks like the people has ρ = τ = 1, and only
+    # the draws that are the identity itself score as high: p = (1 + their number) / (1 + 60).
+    draws = 60
+    chance = chance_level(3, np.random.default_rng(7), draws=draws)
+    permuted = np.argsort(np.random.default_rng(7).random((draws, 3)), axis=1)  # chance_level's own draws
+    identity = int((permuted == [0, 1, 2]).all(axis=1).sum())
+    assert 0 < identity < draws
+    # The draws come from the compiled kernels at a very large n0: equal to the exact values to 10^-11.
+    assert set(np.round(chance["rho"]["draws"], 9)) <= {-1.0, -0.5, 0.5, 1.0}
+    assert set(np.round(chance["tau"]["draws"], 9)) <= {-1.0, round(-1 / 3, 9), round(1 / 3, 9), 1.0}
+
+    result = evaluate([3.0, 2.0, 1.0], [0.9, 0.5, 0.1], top_k=1, chance=chance)
+
+    assert (result["rho"]["value"], result["tau"]["value"]) == (1.0, 1.0)
+    assert result["rho"]["p_value"] == result["tau"]["p_value"] == (1 + identity) / (1 + draws)
+    assert result["rho"]["chance_mean"] == pytest.approx(float(np.mean(chance["rho"]["draws"])))
+    assert result["tau"]["chance_sd"] == pytest.approx(float(np.std(chance["tau"]["draws"], ddof=1)))
+
+
+def test_a_reversed_model_has_every_random_ranking_at_least_as_good():
+    chance = chance_level(3, np.random.default_rng(7), draws=60)
+
+    result = evaluate([1.0, 2.0, 3.0], [0.9, 0.5, 0.1], top_k=1, chance=chance)
+
+    assert (result["rho"]["value"], result["tau"]["value"]) == pytest.approx((-1.0, -1.0))
+    assert result["rho"]["p_value"] == result["tau"]["p_value"] == 1.0  # (1 + 60) / (1 + 60)
+
+
+def test_the_weighted_chance_level_is_unchanged_by_the_plain_one_beside_it():
+    from metrics.correlation import weighted_kendall_rows, weighted_spearman_rows
+
+    chance = chance_level(40, np.random.default_rng(3), weight_offset=2.0, draws=200)
+    permuted = np.argsort(np.random.default_rng(3).random((200, 40)), axis=1).astype(float) + 1.0
+    reference = np.arange(1.0, 41.0)
+    assert (
+        chance["rho_w"]["draws"].tolist()
+        == np.sort(weighted_spearman_rows(reference, permuted, 2.0)).tolist()
+    )
+    assert (
+        chance["tau_w"]["draws"].tolist() == np.sort(weighted_kendall_rows(reference, permuted, 2.0)).tolist()
+    )
+
+
+def test_indistinguishable_models_are_grouped_down_the_leaderboard():
+    rows = [
+        {"name": "a", "indistinguishable_from": ["b"]},
+        {"name": "b", "indistinguishable_from": ["a", "c"]},
+        {"name": "c", "indistinguishable_from": ["b", "d"]},  # c cannot join a's group: a is better
+        {"name": "d", "indistinguishable_from": ["c"]},
+        {"name": "e", "indistinguishable_from": []},
+    ]
+
+    assert indistinguishable_groups(rows) == [0, 0, 1, 1, 2]
+    assert indistinguishable_groups([]) == []

@@ -160,6 +160,37 @@ def test_the_sweep_sends_again_a_lost_evaluation_and_lost_standings(study, monke
     assert Standing.objects.filter(submission=ranked).count() == len(LEADERBOARD_WEIGHT_OFFSETS)
 
 
+def without_plain_chance(coefficients: dict) -> dict:
+    """Coefficients as stored before ρ and τ had a chance level."""
+    plain = ("chance_mean", "chance_sd", "p_value")
+    return {
+        name: {key: value for key, value in entry.items() if name in ("rho_w", "tau_w") or key not in plain}
+        for name, entry in coefficients.items()
+    }
+
+
+def test_results_stored_before_rho_and_tau_had_a_chance_level_are_recomputed_with_it(study):
+    submission = submit(study, "noisy", noisy(study))
+    services.submission_standings(submission_id=submission.pk)  # every n0: only the outdated one is missing
+    evaluation = submission.evaluations.get(weight_offset=2.0)
+    current = evaluation.result
+    standing = Standing.objects.get(submission=submission, weight_offset=2.0)
+    assert set(current["rho"]) >= {"chance_mean", "chance_sd", "p_value"}
+    old_result = {**current, **without_plain_chance({name: current[name] for name in standing.coefficients})}
+    Evaluation.objects.filter(pk=evaluation.pk).update(result=old_result)
+    Standing.objects.filter(pk=standing.pk).update(coefficients=without_plain_chance(standing.coefficients))
+    assert leaderboard_for(study=study)["rows"][0]["metrics"]["rho"].get("p_value") is None  # "—" until then
+
+    started = services.submissions_sweep(now=timezone.now() + timedelta(minutes=2))
+
+    assert started == 1
+    assert Standing.objects.get(pk=standing.pk).coefficients == standing.coefficients
+    assert Standing.objects.filter(submission=submission).count() == len(LEADERBOARD_WEIGHT_OFFSETS)
+    again = services.evaluation_for(submission=submission, weight_offset=2.0, top_k=evaluation.top_k)
+    assert (again.pk, again.result) == (evaluation.pk, current)  # the same numbers, the chance level back
+    assert Evaluation.objects.get(pk=evaluation.pk).result == current
+
+
 def test_the_sweep_leaves_recent_work_to_its_task(study, monkeypatch):
     submit(study, "truth", truth(study))
     monkeypatch.setattr(services, "SYNC_EVALUATION_ITEMS", 10)

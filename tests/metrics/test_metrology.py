@@ -198,3 +198,10 @@ def test_permutation_p_value_counts_draws_at_least_as_high():
     assert permutation_p_value(0.25, draws) == pytest.approx(3 / 5)
     assert permutation_p_value(0.5, draws) == pytest.approx(1 / 5)
     assert permutation_p_value(0.1, draws) == pytest.approx(5 / 5)
+
+
+def test_a_draw_equal_to_the_observed_value_but_for_rounding_counts_as_at_least_as_good():
+    draws = np.array([-1.0, -0.5, 0.5 - 1e-13, 0.5, 1.0])  # 0.5 from another formula's last digits
+
+    assert permutation_p_value(0.5, draws) == (1 + 3) / (1 + 5)
+    assert permutation_p_value(0.5 + 1e-6, draws) == (1 + 1) / (1 + 5)

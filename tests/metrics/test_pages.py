@@ -7,6 +7,7 @@ import csv
 import io
 import math
 import re
+import xml.etree.ElementTree as ET
 from html import unescape
 from html.parser import HTMLParser
 
@@ -20,6 +21,8 @@ from metrics import services
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
 from tests.factories import make_study
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 pytestmark = pytest.mark.django_db
 
@@ -94,8 +97,11 @@ def body_rows(table: list[list[str]]) -> list[list[str]]:
 
 
 def number(value: float | None, places: int = 3) -> str:
-    """A number as the template's floatformat shows it."""
-    return "—" if value is None else f"{value:.{places}f}"
+    """A number as the template's floatformat shows it (which writes no minus sign before a zero)."""
+    if value is None:
+        return "—"
+    text = f"{value:.{places}f}"
+    return text.removeprefix("-") if float(text) == 0 else text
 
 
 def logged_in(django_user_model, username: str = "owner") -> Client:
@@ -423,16 +429,16 @@ def test_the_submission_page_shows_the_full_evaluation(study, owner):
             number(rho["value"]),
             f"[{number(rho['interval'][0])}, {number(rho['interval'][1])}]",
             number(rho["standard_error"]),
-            "—",
-            "—",
+            f"{number(rho['chance_mean'])} ± {number(rho['chance_sd'])}",
+            number(rho["p_value"]),
         ],
         [
             "τ (Kendall)",
             number(tau["value"]),
             f"[{number(tau['interval'][0])}, {number(tau['interval'][1])}]",
             number(tau["standard_error"]),
-            "—",
-            "—",
+            f"{number(tau['chance_mean'])} ± {number(tau['chance_sd'])}",
+            number(tau["p_value"]),
         ],
     ]
     retrieval = result["retrieval"]
@@ -594,7 +600,7 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
     assert_no_inline_script_or_style(response)
 
 
-def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_only_for_weighted_ones(
+def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_for_plain_metrics_too(
     study, three_models
 ):
     response = Client().get(f"/models/studies/{study.slug}/leaderboard/", {"metric": "rho", "n0": "5"})
@@ -613,13 +619,69 @@ def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_only_for
         "Owner",
         "ρ (Spearman)",
         "95% interval",
+        "Chance (mean ± SD)",
+        "p",
         "Coverage",
+    ]
+    board = leaderboard_for(study=study, metric="rho", weight_offset=5.0)
+    assert [row[6:8] for row in body_rows(found.tables["leaderboard"])] == [
+        [
+            f"{number(row['metrics']['rho']['chance_mean'])} ± {number(row['metrics']['rho']['chance_sd'])}",
+            number(row["metrics"]["rho"]["p_value"]),
+        ]
+        for row in board["rows"]
     ]
     assert found.text["board-heading"] == "Models by ρ (Spearman), n0 = 5"
     assert (
         found.attributes["csv-link"]["href"]
         == f"/api/studies/{study.slug}/leaderboard/?metric=rho&n0=5&format=csv"
     )
+
+
+def interval_plot(response) -> ET.Element:
+    match = re.search(
+        r'<figure class="plot-figure" id="interval-plot"[^>]*>\s*(<svg.*?</svg>)',
+        response.content.decode(),
+        re.DOTALL,
+    )
+    assert match is not None, "the leaderboard page has no interval plot"
+    return ET.fromstring(match.group(1))
+
+
+def test_the_interval_plot_has_one_interval_per_model_and_bands_those_that_cannot_be_told_apart(
+    study, three_models
+):
+    response = Client().get(f"/models/studies/{study.slug}/leaderboard/", {"metric": "rho_w"})
+
+    plot = interval_plot(response)
+    board = leaderboard_for(study=study, metric="rho_w")
+    rows = plot.findall(f".//{SVG}g[@class='interval-row']")
+    assert [
+        (
+            row.get("data-label"),
+            float(row.get("data-value")),
+            [float(row.get("data-low")), float(row.get("data-high"))],
+        )
+        for row in rows
+    ] == [(entry["name"], entry["value"], entry["interval"]) for entry in board["rows"]]
+    assert [len(row.findall(f"{SVG}line[@class='interval']")) for row in rows] == [1, 1, 1]
+    for row in rows:  # the dot lies on its bar, and the chance tick is drawn too
+        bar, dot = row.find(f"{SVG}line[@class='interval']"), row.find(f"{SVG}circle[@class='value']")
+        assert float(bar.get("x1")) <= float(dot.get("cx")) <= float(bar.get("x2"))
+        assert row.find(f"{SVG}line[@class='reference']") is not None
+    # truth and twin cannot be told apart (the table says so): one band for both; random stands alone.
+    assert [row.get("data-label") for row in rows] == ["truth (alice)", "twin (alice)", "random (bob)"]
+    assert [row.get("data-group") for row in rows] == ["0", "0", "1"]
+    bands = plot.findall(f".//{SVG}g[@class='tie-group']")
+    assert [(band.get("data-group"), band.get("data-size")) for band in bands] == [("0", "2")]
+    assert_no_inline_script_or_style(response)
+
+
+def test_a_leaderboard_without_models_draws_no_plot(study):
+    response = Client().get(f"/models/studies/{study.slug}/leaderboard/")
+
+    assert response.status_code == 200
+    assert 'id="interval-plot"' not in response.content.decode()
 
 
 def test_the_leaderboard_page_shows_each_models_agreement_with_the_annotators(study, three_models):
