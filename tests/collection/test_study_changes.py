@@ -474,7 +474,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        4,  # card version 4: one set of replicates per study (README)
+        5,  # card version 5: chance levels of plain ρ and τ too (README)
         [
             {
                 "changed_at": moment.isoformat(),
