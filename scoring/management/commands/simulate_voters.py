@@ -123,7 +123,8 @@ class Command(BaseCommand):
             for number, annotator in enumerate(annotators):
                 if options["max_votes"] is not None and votes >= options["max_votes"]:
                     break
-                result, leased[number] = leased[number] or comparison_next_for(annotator=annotator), None
+                result = leased[number] or comparison_next_for(annotator=annotator)
+                leased[number] = None
                 if result.assignment is None:
                     if result.reason in (NextReason.FINISHED, NextReason.BALLOT_CLOSING):
                         break
