@@ -373,8 +373,8 @@ def _datetime_of(value) -> datetime:
 
 
 def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
-    """SQLite (and any database without the PostgreSQL statement): the lease in a few raw statements,
-    serialised by the IMMEDIATE transaction, which takes the write lock at BEGIN.
+    """SQLite, the embedded default: the lease in a few raw statements (``UPDATE … RETURNING`` needs
+    SQLite 3.35), serialised by the IMMEDIATE transaction, which takes the write lock at BEGIN.
 
     One read of where the annotator stands (``_LEASE_STATE_SQL``); if they hold a running lease, that
     is the answer; else one read of the first available comparison with its items' tokens
