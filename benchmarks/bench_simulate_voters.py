@@ -5,8 +5,8 @@
 Each run gets a fresh SQLite file in a temporary folder (as ``make run`` makes it: ``migrate``, then
 ``load_demo``) and eager Celery, and times the command in a child process: wall-clock seconds and the
 CPU seconds it used (on a shared machine the CPU time is the steadier figure). The command votes
-through the same services as people (``comparison_next_for``, ``vote_record``), one transaction each,
-and closes every ballot in process.
+through the same service as people (``vote_record_and_next``: the vote, then the next lease, one
+transaction each), and closes every ballot in process.
 
 Baseline: the same number of write transactions straight through ``sqlite3`` on a fresh file with the
 project's pragmas (WAL, synchronous=NORMAL, IMMEDIATE transactions), each inserting one row: the

@@ -449,15 +449,13 @@ class VoteView(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         annotator = self._annotator_of_assignment(request, data["assignment"])
-        vote, created = voting.vote_record(
+        # The vote commits, then the next lease runs in a transaction of its own.
+        vote, created, result = voting.vote_record_and_next(
             annotator=annotator,
             assignment_id=data["assignment"],
             choice=data["choice"],
             client_response_ms=data.get("client_response_ms"),
         )
-        # The vote is committed; the next lease is a transaction of its own, so that the ballot's
-        # counter row is not held while it runs.
-        result = voting.comparison_next_for(annotator=annotator)
         body = {
             "vote": vote.pk,
             "assignment": vote.assignment_id,

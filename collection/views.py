@@ -23,7 +23,7 @@ from collection.voting import (
     NextReason,
     annotator_consent,
     comparison_next_for,
-    vote_record,
+    vote_record_and_next,
 )
 from common.errors import ServiceError
 from common.throttling import AddressThrottle, page_wait_seconds
@@ -225,7 +225,7 @@ def _vote_post(request, study, annotator):
         error = ServiceError("the form did not say which comparison you voted on; open it again and vote")
         return _vote_error_page(request, study, error)
     try:
-        vote_record(
+        _vote, _created, result = vote_record_and_next(
             annotator=annotator,
             assignment_id=assignment_id,
             choice=request.POST.get("choice", ""),
@@ -233,7 +233,6 @@ def _vote_post(request, study, annotator):
         )
     except ServiceError as error:
         return _vote_error_page(request, study, error)
-    result = comparison_next_for(annotator=annotator)
     if result.assignment is None:
         return redirect("collection:vote", slug=study.slug)
     return _next_page(request, study, annotator, result)

@@ -3,6 +3,8 @@
 The path of a vote: ``comparison_next_for`` leases the annotator a comparison of the open ballot;
 ``vote_record`` stores the vote on it; the vote that completes its ballot asks for the ballot's close
 (``collection.lifecycle.ballot_close_request``), which a Celery task does after commit.
+``vote_record_and_next`` is a judgement as every caller makes it (the API, the voting page, the
+simulated annotators): the vote, then the next comparison, in one call.
 """
 
 from __future__ import annotations
@@ -11,12 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q
 from django.utils import timezone
 
 from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
-from collection.selectors import AnnotatorProgress, comparison_display
+from collection.selectors import AnnotatorProgress
 from common.errors import ServiceError
 from common.prepared import PreparedStatement
 
@@ -81,12 +82,6 @@ class NextResult:
     retry_after_seconds: int | None = None
     sides: dict | None = None
     progress: AnnotatorProgress | None = None
-
-
-def _available_comparisons(ballot_id: int, now: datetime):
-    return Comparison.objects.filter(ballot_id=ballot_id).filter(
-        Q(status=Comparison.Status.OPEN) | Q(status=Comparison.Status.LEASED, lease_expires_at__lt=now)
-    )
 
 
 def _nothing_in_open_ballot(*, study: Study, reason: str, comparison_count: int) -> NextResult:
@@ -319,10 +314,7 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
             issued_at=issued_at,
             expires_at=expires_at,
         )
-        sides = {
-            "left": {"item": left_item, "tokens": [left_a, left_b]},
-            "right": {"item": right_item, "tokens": [right_a, right_b]},
-        }
+        sides = _sides(left_item, left_a, left_b, right_item, right_a, right_b)
         return NextResult(assignment, NextReason.OK, sides=sides, progress=progress)
     if progress.quota_reached:
         reason = NextReason.QUOTA
@@ -337,87 +329,181 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
     return result
 
 
+# The SQLite lease reads where the annotator stands in one statement: the open ballot, their votes in
+# it and in all, the assignment they hold and, for it, both items' tokens. No open ballot still gives
+# a row (of NULLs), so that "no ballot" and "no assignment held" are told apart from "no row".
+_LEASE_STATE_SQL = """
+SELECT b.id, b.number, b.comparison_count, b.votes_recorded,
+       (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s),
+       (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s AND v.ballot_id = b.id),
+       h.id, h.comparison_id, h.ballot_id, h.issued_at, h.expires_at,
+       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
+FROM (SELECT 1)
+LEFT JOIN collection_ballot b ON b.study_id = %(study)s AND b.status = 'open'
+LEFT JOIN collection_assignment h ON h.annotator_id = %(annotator)s AND h.status = 'active'
+LEFT JOIN collection_comparison c ON c.id = h.comparison_id
+LEFT JOIN collection_item left_item ON left_item.id = c.left_item_id
+LEFT JOIN collection_token left_a ON left_a.id = left_item.token_a_id
+LEFT JOIN collection_token left_b ON left_b.id = left_item.token_b_id
+LEFT JOIN collection_item right_item ON right_item.id = c.right_item_id
+LEFT JOIN collection_token right_a ON right_a.id = right_item.token_a_id
+LEFT JOIN collection_token right_b ON right_b.id = right_item.token_b_id
+"""
+
+# The available comparison (never voted, lease free or lapsed) whose pair the annotator has not judged,
+# with both items' tokens: a lapsed lease first, else the first open one by position, as on PostgreSQL
+# (_LEASE_SQL). Open comparisons and lapsed leases are looked up apart, each in the order of the index
+# (ballot, status, position), so that neither sorts the ballot's rows.
 _FIRST_AVAILABLE_SQL = """
-    SELECT c.id, c.status
-    FROM collection_comparison c
-    WHERE c.ballot_id = %s
-      AND (c.status = 'open' OR (c.status = 'leased' AND c.lease_expires_at < %s))
-      AND NOT EXISTS (
-          SELECT 1 FROM collection_vote v
-          WHERE v.annotator_id = %s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
-      )
-    ORDER BY c.position
-    LIMIT 1
+SELECT c.id, c.status, c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
+FROM (
+    SELECT id, 1 AS rank FROM (
+        SELECT c.id FROM collection_comparison c
+        WHERE c.ballot_id = %(ballot)s AND c.status = 'open'
+          AND NOT EXISTS (
+              SELECT 1 FROM collection_vote v
+              WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
+          )
+        ORDER BY c.position LIMIT 1
+    )
+    UNION ALL
+    SELECT id, 0 AS rank FROM (
+        SELECT c.id FROM collection_comparison c
+        WHERE c.ballot_id = %(ballot)s AND c.status = 'leased' AND c.lease_expires_at < %(now)s
+          AND NOT EXISTS (
+              SELECT 1 FROM collection_vote v
+              WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
+          )
+        ORDER BY c.position LIMIT 1
+    )
+    ORDER BY rank LIMIT 1
+) first
+JOIN collection_comparison c ON c.id = first.id
+JOIN collection_item left_item ON left_item.id = c.left_item_id
+JOIN collection_token left_a ON left_a.id = left_item.token_a_id
+JOIN collection_token left_b ON left_b.id = left_item.token_b_id
+JOIN collection_item right_item ON right_item.id = c.right_item_id
+JOIN collection_token right_a ON right_a.id = right_item.token_a_id
+JOIN collection_token right_b ON right_b.id = right_item.token_b_id
+"""
+
+# Whether anyone could take a comparison now; two lookups on the same index, not a scan of the ballot.
+_ANY_AVAILABLE_SQL = """
+SELECT EXISTS (SELECT 1 FROM collection_comparison c WHERE c.ballot_id = %(ballot)s AND c.status = 'open')
+    OR EXISTS (
+        SELECT 1 FROM collection_comparison c
+        WHERE c.ballot_id = %(ballot)s AND c.status = 'leased' AND c.lease_expires_at < %(now)s
+    )
 """
 
 
+def _sides(left_item, left_a, left_b, right_item, right_a, right_b) -> dict:
+    return {
+        "left": {"item": left_item, "tokens": [left_a, left_b]},
+        "right": {"item": right_item, "tokens": [right_a, right_b]},
+    }
+
+
+def _datetime_of(value) -> datetime:
+    """A datetime column read by raw SQL, as the ORM would give it (aware, on SQLite from its text)."""
+    return connection.ops.convert_datetimefield_value(value, None, connection)
+
+
 def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
-    """SQLite (and any database without the PostgreSQL statement): the lease one step at a time,
-    serialised by the IMMEDIATE transaction, which takes the write lock at BEGIN."""
+    """SQLite, the embedded default: the lease in a few raw statements (``UPDATE … RETURNING`` needs
+    SQLite 3.35), serialised by the IMMEDIATE transaction, which takes the write lock at BEGIN.
+
+    One read of where the annotator stands (``_LEASE_STATE_SQL``); if they hold a running lease, that
+    is the answer; else one read of the first available comparison with its items' tokens
+    (``_FIRST_AVAILABLE_SQL``), the comparison's update and the assignment's insert.
+    """
     study = annotator.study
     if connection.features.has_select_for_update:
         _lock_annotator(annotator)
-    ballot = Ballot.objects.filter(study_id=study.pk, status=Ballot.Status.OPEN).order_by()[:1]
-    ballot = ballot[0] if ballot else None
-    if ballot is None:
-        return _no_open_ballot(study=study)
-    counts = Vote.objects.filter(annotator=annotator).aggregate(
-        total=Count("pk"), in_ballot=Count("pk", filter=Q(ballot_id=ballot.pk))
-    )
-    progress = AnnotatorProgress(
-        ballot_number=ballot.number,
-        ballot_count=study.ballot_count,
-        votes_in_ballot=counts["in_ballot"],
-        cap=study.votes_per_annotator_per_ballot,
-        votes_total=counts["total"],
-        ballot_voted=ballot.votes_recorded,
-        ballot_comparisons=ballot.comparison_count,
-    )
-    held = Assignment.objects.filter(annotator=annotator, status=Assignment.Status.ACTIVE)[:1]
-    held = held[0] if held else None
-    if held is not None:
-        if held.expires_at > now and held.ballot_id == ballot.pk:
-            return NextResult(
-                held,
-                NextReason.OK,
-                sides=comparison_display(comparison_id=held.comparison_id),
-                progress=progress,
-            )
-        Assignment.objects.filter(pk=held.pk).update(status=Assignment.Status.EXPIRED)
-
-    if progress.quota_reached:
-        return NextResult(None, NextReason.QUOTA, progress=progress)
+    now_value = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
-        cursor.execute(
-            _FIRST_AVAILABLE_SQL,
-            [ballot.pk, connection.ops.adapt_datetimefield_value(now), annotator.pk],
+        cursor.execute(_LEASE_STATE_SQL, {"study": study.pk, "annotator": annotator.pk})
+        (
+            ballot_id,
+            ballot_number,
+            comparison_count,
+            votes_recorded,
+            votes_total,
+            votes_in_ballot,
+            held_id,
+            held_comparison_id,
+            held_ballot_id,
+            held_issued_at,
+            held_expires_at,
+            *held_sides,
+        ) = cursor.fetchone()
+        if ballot_id is None:
+            return _no_open_ballot(study=study)
+        progress = AnnotatorProgress(
+            ballot_number=ballot_number,
+            ballot_count=study.ballot_count,
+            votes_in_ballot=votes_in_ballot,
+            cap=study.votes_per_annotator_per_ballot,
+            votes_total=votes_total,
+            ballot_voted=votes_recorded,
+            ballot_comparisons=comparison_count,
         )
+        if held_id is not None:
+            held_expires_at = _datetime_of(held_expires_at)
+            if held_expires_at > now and held_ballot_id == ballot_id:
+                held = _assignment(
+                    id=held_id,
+                    comparison_id=held_comparison_id,
+                    ballot_id=held_ballot_id,
+                    annotator=annotator,
+                    status=Assignment.Status.ACTIVE,
+                    issued_at=_datetime_of(held_issued_at),
+                    expires_at=held_expires_at,
+                )
+                return NextResult(held, NextReason.OK, sides=_sides(*held_sides), progress=progress)
+            cursor.execute("UPDATE collection_assignment SET status = 'expired' WHERE id = %s", [held_id])
+        if progress.quota_reached:
+            return NextResult(None, NextReason.QUOTA, progress=progress)
+        lookup = {"ballot": ballot_id, "annotator": annotator.pk, "now": now_value}
+        cursor.execute(_FIRST_AVAILABLE_SQL, lookup)
         row = cursor.fetchone()
-    if row is None:
-        if ballot.votes_recorded >= ballot.comparison_count:
-            reason = NextReason.BALLOT_CLOSING
-        elif not _available_comparisons(ballot.pk, now).exists():
-            reason = NextReason.ALL_LEASED
-        else:
-            reason = NextReason.NONE_FOR_YOU
-        result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=ballot.comparison_count)
-        result.progress = progress
-        return result
-    comparison_id, comparison_status = row
-    if comparison_status == Comparison.Status.LEASED:  # an expired lease: end it before re-leasing
-        Assignment.objects.filter(comparison_id=comparison_id, status=Assignment.Status.ACTIVE).update(
-            status=Assignment.Status.EXPIRED
+        if row is None:
+            if votes_recorded >= comparison_count:
+                reason = NextReason.BALLOT_CLOSING
+            else:
+                cursor.execute(_ANY_AVAILABLE_SQL, lookup)
+                reason = NextReason.NONE_FOR_YOU if cursor.fetchone()[0] else NextReason.ALL_LEASED
+            result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=comparison_count)
+            result.progress = progress
+            return result
+        comparison_id, comparison_status, *sides = row
+        if comparison_status == Comparison.Status.LEASED:  # an expired lease: end it before re-leasing
+            cursor.execute(
+                "UPDATE collection_assignment SET status = 'expired' WHERE comparison_id = %s AND status = 'active'",
+                [comparison_id],
+            )
+        expires_at = now + timedelta(seconds=study.lease_seconds)
+        expires_value = connection.ops.adapt_datetimefield_value(expires_at)
+        cursor.execute(
+            "UPDATE collection_comparison SET status = 'leased', lease_expires_at = %s WHERE id = %s",
+            [expires_value, comparison_id],
         )
-    expires_at = now + timedelta(seconds=study.lease_seconds)
-    Comparison.objects.filter(pk=comparison_id).update(
-        status=Comparison.Status.LEASED, lease_expires_at=expires_at
+        cursor.execute(
+            "INSERT INTO collection_assignment (comparison_id, ballot_id, annotator_id, status, issued_at, expires_at)"
+            " VALUES (%s, %s, %s, 'active', %s, %s) RETURNING id",
+            [comparison_id, ballot_id, annotator.pk, now_value, expires_value],
+        )
+        (assignment_id,) = cursor.fetchone()
+    assignment = _assignment(
+        id=assignment_id,
+        comparison_id=comparison_id,
+        ballot_id=ballot_id,
+        annotator=annotator,
+        status=Assignment.Status.ACTIVE,
+        issued_at=now,
+        expires_at=expires_at,
     )
-    assignment = Assignment.objects.create(
-        comparison_id=comparison_id, ballot=ballot, annotator=annotator, issued_at=now, expires_at=expires_at
-    )
-    return NextResult(
-        assignment, NextReason.OK, sides=comparison_display(comparison_id=comparison_id), progress=progress
-    )
+    return NextResult(assignment, NextReason.OK, sides=_sides(*sides), progress=progress)
 
 
 # --- the vote ------------------------------------------------------------------------------------
@@ -565,6 +651,8 @@ VOTE_STATEMENT = PreparedStatement(
     },
 )
 
+_VOTE_ATTNAMES = [field.attname for field in Vote._meta.concrete_fields]
+
 
 def _vote_in_one_statement(
     *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
@@ -593,71 +681,167 @@ def _vote_in_one_statement(
             status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired
         )
     values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=annotator.pk)
-    fields = [field.attname for field in Vote._meta.concrete_fields]
-    vote = Vote.from_db(connection.alias, fields, [values[name] for name in fields])
+    vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
     vote.annotator = annotator
     if recorded >= comparison_count:
         ballot_close_request(ballot_id=ballot_id)
     return vote, True
 
 
+# Why a vote that took no row was refused: the assignment as its owner sees it, with its ballot.
+_VOTE_REFUSAL_SQL = """
+SELECT a.status, a.expires_at, b.status, b.number
+FROM collection_assignment a
+JOIN collection_ballot b ON b.id = a.ballot_id
+WHERE a.id = %s AND a.annotator_id = %s
+"""
+
+
+def _vote_not_taken(*, annotator: Annotator, assignment_id: int, choice: str, now: datetime) -> Vote:
+    """The recorded vote of a retried request; otherwise the ServiceError that says why nothing was
+    taken (checked in the order people are told: not yours, a tie not offered, expired or closed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_VOTE_REFUSAL_SQL, [assignment_id, annotator.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+    status, expires_at, ballot_status, ballot_number = row
+    if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
+        return Vote.objects.get(assignment_id=assignment_id)
+    if _tie_refused(annotator, choice):
+        raise ServiceError(TIE_REFUSED)
+    raise _vote_refused(
+        status=status,
+        ballot_open=ballot_status == Ballot.Status.OPEN,
+        ballot_number=ballot_number,
+        expired=_datetime_of(expires_at) <= now,
+    )
+
+
 @transaction.atomic
 def _vote_step_by_step(
     *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
 ) -> tuple[Vote, bool]:
-    """SQLite: the vote one step at a time inside the IMMEDIATE transaction."""
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("comparison", "ballot")
-        .filter(pk=assignment_id, annotator=annotator)
-        .first()
-    )
-    if assignment is None:
-        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
-    if assignment.status == Assignment.Status.VOTED:
-        return Vote.objects.get(assignment=assignment), False
+    """SQLite: the vote in four raw statements inside the IMMEDIATE transaction.
+
+    Each write is conditional and its row says whether the vote goes on: the assignment (the
+    annotator's, active, its lease running), then the comparison (still leased, its ballot open); a
+    refusal after the first raises inside the transaction, which takes the first write back. Then the
+    vote, and last the ballot's counter.
+    """
     if _tie_refused(annotator, choice):
-        raise ServiceError(TIE_REFUSED)
-    ballot, comparison = assignment.ballot, assignment.comparison
-    if (
-        ballot.status != Ballot.Status.OPEN
-        or assignment.status != Assignment.Status.ACTIVE
-        or assignment.expires_at <= now
-    ):
-        raise _vote_refused(
-            status=assignment.status,
-            ballot_open=ballot.status == Ballot.Status.OPEN,
-            ballot_number=ballot.number,
-            expired=assignment.expires_at <= now,
-        )
-    # A conditional UPDATE: its row count says whether this vote is the one that takes the comparison.
-    taken = Comparison.objects.filter(pk=comparison.pk, status=Comparison.Status.LEASED).update(
-        status=Comparison.Status.VOTED, lease_expires_at=None
-    )
-    if taken != 1:
-        raise ServiceError("this comparison no longer takes votes", status=409)
-    vote = Vote.objects.create(
-        assignment=assignment,
-        comparison=comparison,
-        annotator=annotator,
-        ballot=ballot,
-        left_item_id=comparison.left_item_id,
-        right_item_id=comparison.right_item_id,
-        pair_low=comparison.pair_low,
-        pair_high=comparison.pair_high,
-        choice=choice,
-        response_ms=max(0, int((now - assignment.issued_at).total_seconds() * 1000)),
-        client_response_ms=client_response_ms,
-    )
-    Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.VOTED)
-    # The counter row is the last one locked, so votes of one ballot serialise only briefly; the
-    # transaction that brings it to comparison_count is the one that asks for the ballot to close.
-    with connection.cursor() as cursor:  # UPDATE … RETURNING: PostgreSQL, and SQLite since 3.35
+        return _vote_not_taken(
+            annotator=annotator, assignment_id=assignment_id, choice=choice, now=now
+        ), False
+    now_value = connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE collection_ballot SET votes_recorded = votes_recorded + 1 WHERE id = %s RETURNING votes_recorded",
-            [ballot.pk],
+            "UPDATE collection_assignment SET status = 'voted'"
+            " WHERE id = %s AND annotator_id = %s AND status = 'active' AND expires_at > %s"
+            " RETURNING comparison_id, ballot_id, issued_at",
+            [assignment_id, annotator.pk, now_value],
         )
-        (recorded,) = cursor.fetchone()
-    if recorded >= ballot.comparison_count:
-        ballot_close_request(ballot_id=ballot.pk)
+        row = cursor.fetchone()
+        if row is None:
+            vote = _vote_not_taken(annotator=annotator, assignment_id=assignment_id, choice=choice, now=now)
+            return vote, False
+        comparison_id, ballot_id, issued_at = row
+        # A conditional UPDATE: its row says whether this vote is the one that takes the comparison.
+        cursor.execute(
+            "UPDATE collection_comparison SET status = 'voted', lease_expires_at = NULL"
+            " WHERE id = %s AND status = 'leased'"
+            " AND EXISTS (SELECT 1 FROM collection_ballot b WHERE b.id = %s AND b.status = 'open')"
+            " RETURNING left_item_id, right_item_id, pair_low, pair_high",
+            [comparison_id, ballot_id],
+        )
+        taken = cursor.fetchone()
+        if taken is None:
+            cursor.execute("SELECT status, number FROM collection_ballot WHERE id = %s", [ballot_id])
+            ballot_status, ballot_number = cursor.fetchone()
+            raise _vote_refused(
+                status=Assignment.Status.ACTIVE,
+                ballot_open=ballot_status == Ballot.Status.OPEN,
+                ballot_number=ballot_number,
+                expired=False,
+            )
+        left_item_id, right_item_id, pair_low, pair_high = taken
+        response_ms = max(0, int((now - _datetime_of(issued_at)).total_seconds() * 1000))
+        cursor.execute(
+            "INSERT INTO collection_vote (assignment_id, comparison_id, annotator_id, ballot_id, left_item_id,"
+            " right_item_id, pair_low, pair_high, choice, response_ms, client_response_ms, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            [
+                assignment_id,
+                comparison_id,
+                annotator.pk,
+                ballot_id,
+                left_item_id,
+                right_item_id,
+                pair_low,
+                pair_high,
+                choice,
+                response_ms,
+                client_response_ms,
+                now_value,
+            ],
+        )
+        (vote_id,) = cursor.fetchone()
+        # The counter row is the last one written, so votes of one ballot serialise only briefly; the
+        # transaction that brings it to comparison_count is the one that asks for the ballot to close.
+        cursor.execute(
+            "UPDATE collection_ballot SET votes_recorded = votes_recorded + 1 WHERE id = %s"
+            " RETURNING votes_recorded, comparison_count",
+            [ballot_id],
+        )
+        recorded, comparison_count = cursor.fetchone()
+    values = {
+        "id": vote_id,
+        "assignment_id": assignment_id,
+        "comparison_id": comparison_id,
+        "annotator_id": annotator.pk,
+        "ballot_id": ballot_id,
+        "left_item_id": left_item_id,
+        "right_item_id": right_item_id,
+        "pair_low": pair_low,
+        "pair_high": pair_high,
+        "choice": choice,
+        "response_ms": response_ms,
+        "client_response_ms": client_response_ms,
+        "created_at": now,
+    }
+    vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
+    vote.annotator = annotator
+    if recorded >= comparison_count:
+        ballot_close_request(ballot_id=ballot_id)
     return vote, True
+
+
+# --- a judgement: the vote, then the next comparison ----------------------------------------------
+
+
+def vote_record_and_next(
+    *,
+    annotator: Annotator,
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None = None,
+    now: datetime | None = None,
+) -> tuple[Vote, bool, NextResult]:
+    """Record the vote (``vote_record``), then lease the annotator's next comparison
+    (``comparison_next_for``); returns (vote, created, next).
+
+    One judgement, one call: the API's vote, the voting page's form and the simulated annotators all
+    go through it. Two transactions: the vote commits first (with it the close its ballot may ask
+    for, which on the embedded default runs at that commit outside a request, after the response
+    within one), then the lease, so that the ballot's counter row is not held while the lease runs.
+    A refused vote raises its ServiceError and leases nothing; a retried one (created False) still
+    answers with the next comparison, which is the one the annotator holds while its lease runs.
+    """
+    vote, created = vote_record(
+        annotator=annotator,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+    )
+    return vote, created, comparison_next_for(annotator=annotator, now=now)

@@ -2,8 +2,9 @@
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import Count
 
-from collection.models import Study, Vote
+from collection.models import Assignment, Ballot, Comparison, Study, Vote
 from metrics.correlation import weighted_spearman
 from tests.factories import make_study
 
@@ -32,8 +33,19 @@ def test_simulated_annotators_run_a_study_to_its_final_ranking(capsys):
     study.refresh_from_db()
     assert study.status == Study.Status.FINISHED
     total = sum(study.ballots.values_list("comparison_count", flat=True))
-    assert Vote.objects.filter(ballot__study=study).count() == total
-    assert f"{total} votes by 10 simulated annotators" in capsys.readouterr().out
+    votes = Vote.objects.filter(ballot__study=study)
+    # Every comparison voted exactly once, every ballot closed once, its counter equal to its votes.
+    assert votes.count() == votes.values("comparison").distinct().count() == total
+    comparisons = Comparison.objects.filter(ballot__study=study)
+    assert set(comparisons.values_list("status", flat=True)) == {Comparison.Status.VOTED}
+    ballots = study.ballots.annotate(votes_counted=Count("votes")).order_by("number")
+    assert [(b.status, b.votes_recorded, b.votes_counted) for b in ballots] == [
+        (Ballot.Status.CLOSED, b.comparison_count, b.comparison_count) for b in ballots
+    ]
+    assert not Assignment.objects.filter(annotator__study=study, status=Assignment.Status.ACTIVE).exists()
+    output = capsys.readouterr()
+    assert f"{total} votes by 10 simulated annotators" in output.out
+    assert "vote refused" not in output.err
     assert sorted(study.items.values_list("final_rank", flat=True)) == list(range(1, 29))
 
 

@@ -10,7 +10,13 @@ from django.test.utils import override_settings
 
 from collection.arrays import OUTCOME
 from collection.models import Ballot, Study
-from collection.voting import NextReason, annotator_consent, annotator_for, comparison_next_for, vote_record
+from collection.voting import (
+    NextReason,
+    annotator_consent,
+    annotator_for,
+    comparison_next_for,
+    vote_record_and_next,
+)
 from common.errors import ServiceError
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.management.arguments import add_voter_model_arguments
@@ -105,7 +111,11 @@ class Command(BaseCommand):
         votes = 0
         started = time.monotonic()
         idle_since = None
+        # Each annotator's next comparison, as the answer to their last vote leased it (one call per
+        # judgement, as for people); an annotator without one asks with comparison_next_for.
+        leased = [None] * len(annotators)
         while options["max_votes"] is None or votes < options["max_votes"]:
+            # The study's status once per pass: the services say when a ballot closes or the study ends.
             study.refresh_from_db(fields=["status"])
             if study.status == Study.Status.FINISHED:
                 break
@@ -113,24 +123,32 @@ class Command(BaseCommand):
             for number, annotator in enumerate(annotators):
                 if options["max_votes"] is not None and votes >= options["max_votes"]:
                     break
-                result = comparison_next_for(annotator=annotator)
+                result = leased[number] or comparison_next_for(annotator=annotator)
+                leased[number] = None
                 if result.assignment is None:
                     if result.reason in (NextReason.FINISHED, NextReason.BALLOT_CLOSING):
                         break
                     continue
-                comparison = result.assignment.comparison
-                left, right = index_of[comparison.left_item_id], index_of[comparison.right_item_id]
+                sides = result.sides
+                left, right = index_of[sides["left"]["item"]], index_of[sides["right"]["item"]]
                 (outcome,) = voter_outcomes(
                     voters, [number], [left], [right], rng, allow_ties=study.allow_ties
                 )
-                choice = CHOICE_OF_OUTCOME[outcome]
                 try:
-                    vote_record(annotator=annotator, assignment_id=result.assignment.pk, choice=choice)
+                    _vote, _created, after = vote_record_and_next(
+                        annotator=annotator,
+                        assignment_id=result.assignment.pk,
+                        choice=CHOICE_OF_OUTCOME[outcome],
+                    )
                 except ServiceError as exc:  # e.g. the ballot closed at its deadline meanwhile
                     self.stderr.write(f"vote refused: {exc.message}")
                     continue
                 votes += 1
                 voted_this_pass += 1
+                if after.assignment is not None:
+                    leased[number] = after
+                elif after.reason in (NextReason.FINISHED, NextReason.BALLOT_CLOSING):
+                    break
             if voted_this_pass:
                 idle_since = None
                 total = max(total, sum(study.ballots.values_list("comparison_count", flat=True)))
