@@ -269,6 +269,39 @@ def test_uploading_tokens_creates_them_with_their_areas(admin_client):
     ]
 
 
+def test_replacing_the_tokens_says_what_it_removed_and_added(admin_client):
+    study = Study.objects.create(name="Words", slug="words")
+    admin_client.post(view_url("tokens_upload", study), {"file": csv_file("a,X\nb,X\nc,X\n")})
+    admin_client.post(view_url("items_generate", study), {"max_per_area": ""})
+    semicolons = csv_file("\ufefftoken;area\r\nlion;Animals\r\nmouse;Animals\r\n")
+
+    response = admin_client.post(view_url("tokens_upload", study), {"file": semicolons, "mode": "replace"})
+
+    assert response.status_code == 302 and response["Location"] == change_url(study)
+    assert messages_of(response)[-2:] == [  # after those of the first upload and the generation
+        "Replaced the pool of “Words”: removed 3 tokens and 3 items, imported 2 tokens in 1 semantic area. "
+        "Next: generate the items.",
+        "The tokens file is separated by semicolons, not commas: it was read that way.",
+    ]
+    assert sorted(study.tokens.values_list("text", "area__name")) == [
+        ("lion", "Animals"),
+        ("mouse", "Animals"),
+    ]
+    assert study.items.count() == 0
+
+
+def test_a_refused_replacement_in_the_admin_changes_nothing(admin_client):
+    study = Study.objects.create(name="Words", slug="words")
+    admin_client.post(view_url("tokens_upload", study), {"file": csv_file("a,X\nb,X\n")})
+
+    response = admin_client.post(
+        view_url("tokens_upload", study), {"file": csv_file("lion,Animals\n"), "mode": "replace"}
+    )
+
+    assert response.status_code == 400
+    assert sorted(study.tokens.values_list("text", flat=True)) == ["a", "b"]
+
+
 def post_bad_tokens(client, study, content):
     response = client.post(view_url("tokens_upload", study), {"file": csv_file(content)})
     html = response.content.decode()
@@ -358,7 +391,7 @@ def test_uploading_pairs_replaces_the_items_by_the_explicit_ones(admin_client):
         {"file": csv_file("token_a,token_b\narea0-0,area0-1\narea0-2,area0-3\n", "pairs.csv")},
     )
 
-    assert messages_of(response) == [f"Imported 2 items into “{study.name}”."]
+    assert messages_of(response) == [f"Imported 2 items into “{study.name}”, replacing 6 items."]
     assert [str(item) for item in study.items.order_by("index")] == ["area0-0 – area0-1", "area0-2 – area0-3"]
 
 
