@@ -45,6 +45,7 @@ from collection.serializers import (
 )
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
+from common.numbers import percent_done
 from common.parsers import CSVParser
 from common.throttling import ANNOTATOR_THROTTLES
 
@@ -329,7 +330,7 @@ def study_job_body(job: StudyJob) -> dict:
             "status": job.status,
             "done": done,
             "total": job.total,
-            "percent": round(100 * done / job.total) if job.total else 100,
+            "percent": percent_done(done, job.total) if job.total else 100,
             "result": job.result,
             "error": job.error,
             "url": reverse("api:study-job", args=[job.study.slug, job.pk]),

@@ -15,3 +15,12 @@ def finite_or_none(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def percent_done(done: int, total: int) -> int:
+    """How much of ``total`` is done, in whole percent rounded down: 100 only once it is all done.
+
+    Rounding to the nearest would show 199 of 200 as 100%, a ballot that looks complete and is not.
+    ``total`` must be positive; the callers decide what an empty total shows.
+    """
+    return max(0, min(100, 100 * int(done) // int(total)))

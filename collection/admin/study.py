@@ -25,6 +25,7 @@ from collection.studies import (
     study_update,
 )
 from common.errors import ServiceError
+from common.numbers import percent_done
 from scoring.plan import BUDGET_RULE, budget_derivation
 
 RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
@@ -187,7 +188,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             context["job"] = {
                 "job": job,
                 "done": done,
-                "percent": round(100 * done / job.total) if job.total else 0,
+                "percent": percent_done(done, job.total) if job.total else 0,
             }
         entry = study.get_absolute_url()
         context["entry_url"] = request.build_absolute_uri(entry)
