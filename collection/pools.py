@@ -22,6 +22,7 @@ from collection import limits
 from collection.models import Item, SemanticArea, Study, StudyJob, Token
 from collection.pairs import area_pairs, pair_count
 from common.errors import ServiceError, StudyStateError, reported_errors
+from common.numbers import counted, listed
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 
@@ -195,7 +196,7 @@ def tokens_import(*, study: Study, data: bytes | str, replace: bool = False) -> 
     if existing_count + len(rows) > limits.MAX_TOKENS:
         held = f" and the study {existing_count:,}" if existing_count else ""
         raise ServiceError(
-            f"the file has {len(rows):,} tokens{held}; a study holds at most "
+            f"the file has {counted(len(rows), 'token')}{held}; a study holds at most "
             f"{limits.MAX_TOKENS:,} tokens (its items pair them, and it holds at most {limits.MAX_ITEMS:,} "
             "items): nothing was imported",
             status=413,
@@ -242,11 +243,11 @@ def tokens_import(*, study: Study, data: bytes | str, replace: bool = False) -> 
     for area, count in sorted(area_sizes.items()):
         if area and count < 2:
             errors.append(
-                f"area {area!r} has {count} token; an area needs at least two tokens to form an item"
+                f"area {area!r} has {counted(count, 'token')}; an area needs at least two tokens to form an item"
             )
     if errors:
         raise ServiceError(
-            f"the tokens file has {len(errors)} problem(s); nothing was imported",
+            f"the tokens file has {counted(len(errors), 'problem')}; nothing was imported",
             errors=reported_errors(errors),
         )
 
@@ -376,7 +377,7 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
     rows, separator = _csv_rows(text, ("token_a", "token_b"), what="items")
     if len(rows) > limits.MAX_ITEMS:
         raise ServiceError(
-            f"the file has {len(rows):,} pairs; a study holds at most {limits.MAX_ITEMS:,} items (the instrument "
+            f"the file has {counted(len(rows), 'pair')}; a study holds at most {limits.MAX_ITEMS:,} items (the instrument "
             "card's bootstrap and every evaluation grow with the items): nothing was imported",
             status=413,
         )
@@ -390,7 +391,8 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
         missing = [name for name, token in zip(names, found, strict=True) if token is None]
         if missing:
             errors.append(
-                f"line {line}: unknown token(s) {', '.join(repr(m) for m in missing)}; import them first"
+                f"line {line}: unknown {'token' if len(missing) == 1 else 'tokens'} "
+                f"{listed(repr(m) for m in missing)}; import them first"
             )
             continue
         a, b = sorted(found, key=lambda t: t.id)
@@ -404,10 +406,10 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
             seen[(a.id, b.id)] = line
             pairs.append((a, b))
     if not errors and len(pairs) < 2:
-        errors.append(f"the file gives {len(pairs)} item(s); a study needs at least two")
+        errors.append(f"the file gives {counted(len(pairs), 'item')}; a study needs at least two")
     if errors:
         raise ServiceError(
-            f"the items file has {len(errors)} problem(s); nothing was imported",
+            f"the items file has {counted(len(errors), 'problem')}; nothing was imported",
             errors=reported_errors(errors),
         )
     items_removed = _delete(study.items.all())

@@ -262,9 +262,9 @@ class StudyPages:
                 "title": f"Close ballot {ballot.number} of “{study}” now?",
                 "ballot": ballot,
                 "is_last": ballot.number >= study.ballot_count,
-                "unvoted": f"{ballot.comparison_count - ballot.votes_recorded:,}",
+                "unvoted": counted(ballot.comparison_count - ballot.votes_recorded, "comparison"),
                 "votes": f"{ballot.votes_recorded:,}",
-                "comparisons": f"{ballot.comparison_count:,}",
+                "comparisons": counted(ballot.comparison_count, "comparison"),
             },
         )
 
@@ -329,7 +329,10 @@ class StudyPages:
                 messages.SUCCESS,
             )
             return
-        done = f"Ballot {ballot.number} of “{study}” is closed with {ballot.votes_recorded:,} of {ballot.comparison_count:,} comparisons voted"
+        done = (
+            f"Ballot {ballot.number} of “{study}” is closed with {ballot.votes_recorded:,} of "
+            f"{counted(ballot.comparison_count, 'comparison')} voted"
+        )
         following = study.ballots.filter(number=ballot.number + 1).first()
         if following is not None:
             text = f"{done}; ballot {following.number} is open with {counted(following.comparison_count, 'comparison')}."

@@ -320,7 +320,7 @@ def test_a_bad_tokens_file_lists_every_problem_by_line_and_imports_nothing(admin
     response, html, lines = post_bad_tokens(admin_client, study, content)
 
     assert response.status_code == 400
-    assert element(html, "service-error") == "The tokens file has 3 problem(s); nothing was imported."
+    assert element(html, "service-error") == "The tokens file has 3 problems; nothing was imported."
     assert lines == [
         "line 4: &#x27;Apple&#x27; repeats line 2",
         "line 5: the token is empty",
@@ -406,7 +406,7 @@ def test_a_bad_pairs_file_names_its_lines_and_keeps_the_items(admin_client):
     html = response.content.decode()
     assert response.status_code == 400
     assert re.findall(r"<li>(.*?)</li>", element(html, "service-error-lines")) == [
-        "line 2: unknown token(s) &#x27;nowhere&#x27;; import them first",
+        "line 2: unknown token &#x27;nowhere&#x27;; import them first",
         "line 3: the pair repeats line 1",
     ]
     assert study.items.count() == 6
@@ -426,6 +426,20 @@ def test_pools_cannot_be_uploaded_once_the_study_has_started(admin_client):
 
 
 # --- lifecycle -------------------------------------------------------------------------------------
+
+
+def test_closing_a_ballot_one_vote_short_counts_the_comparison_left_in_words(admin_client):
+    # 3 items, M = 2: 3 comparisons; 2 voted. Before: "cancels the 1 comparisons not voted".
+    study = make_study(tokens=3, ballot_count=1, appearances=2)
+    vote_until(study, voters=annotators(study, 2), max_votes=2)
+
+    page = admin_client.get(view_url("close_ballot", study)).content.decode()
+
+    intro = re.sub(r"\s+", " ", re.search(r'<p class="yardstick-intro">(.*?)</p>', page, re.S).group(1))
+    assert intro.startswith(
+        "Ballot 1 has 2 of 3 comparisons voted. Closing it now scores its items on these votes "
+        "(Eq. 1, 5, 6) and cancels the 1 comparison not voted; this is the last ballot"
+    )
 
 
 def test_the_start_page_shows_the_plan_before_asking_for_confirmation(admin_client):

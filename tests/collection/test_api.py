@@ -702,7 +702,7 @@ def test_a_tokens_file_with_problems_is_refused_by_line_and_imports_nothing(staf
 
     assert response.status_code == 400
     assert response.json() == {
-        "detail": "the tokens file has 3 problem(s); nothing was imported",
+        "detail": "the tokens file has 3 problems; nothing was imported",
         "errors": [
             "line 3: the token is empty",
             "line 4: 'cat' repeats line 2",

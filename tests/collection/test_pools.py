@@ -41,7 +41,7 @@ def test_every_problem_is_reported_by_line_and_nothing_is_imported(study):
     )
     with pytest.raises(ServiceError) as raised:
         tokens_import(study=study, data=data)
-    assert raised.value.message == "the tokens file has 6 problem(s); nothing was imported"
+    assert raised.value.message == "the tokens file has 6 problems; nothing was imported"
     assert raised.value.errors == [
         "line 3: 'Sales' repeats line 2",
         "line 4: the token is empty",
@@ -102,7 +102,7 @@ def test_explicit_pairs_replace_the_items_and_are_checked_by_line(study):
     with pytest.raises(ServiceError) as raised:
         items_import_pairs(study=study, data="a,z\na,a\na,d\nb,a\na,b\n")
     assert raised.value.errors == [
-        "line 1: unknown token(s) 'z'; import them first",
+        "line 1: unknown token 'z'; import them first",
         "line 2: an item needs two different tokens, got 'a' twice",
         "line 3: 'a' and 'd' belong to different semantic areas",
         "line 5: the pair repeats line 4",
@@ -295,3 +295,30 @@ def test_explicit_pairs_may_be_separated_by_semicolons(study):
     assert (report.items_created, report.items_removed) == (2, 0)
     assert sorted((i.token_a.text, i.token_b.text) for i in study.items.all()) == [("a", "b"), ("b", "c")]
     assert items_import_pairs(study=study, data="a,c\nb,c\n").items_removed == 2
+
+
+# --- counts in words --------------------------------------------------------------------------------
+
+
+def test_the_problems_of_a_file_are_counted_in_words(study):
+    # Before: "1 problem(s)", "unknown token(s)", "has 0 token", "gives 1 item(s)".
+    with pytest.raises(ServiceError) as one:
+        tokens_import(study=study, data="a,X\nb,X\nc,\n")
+    assert one.value.message == "the tokens file has 1 problem; nothing was imported"
+    SemanticArea.objects.create(study=study, name="Empty")
+    with pytest.raises(ServiceError) as empty_area:
+        tokens_import(study=study, data="a,X\nb,X\n")
+    assert empty_area.value.errors == [
+        "area 'Empty' has 0 tokens; an area needs at least two tokens to form an item"
+    ]
+    SemanticArea.objects.filter(name="Empty").delete()
+    tokens_import(study=study, data="a,X\nb,X\nc,X\n")
+    with pytest.raises(ServiceError) as unknown:
+        items_import_pairs(study=study, data="a,y\nz,y\na,b\n")
+    assert unknown.value.errors == [
+        "line 1: unknown token 'y'; import them first",
+        "line 2: unknown tokens 'z' and 'y'; import them first",
+    ]
+    with pytest.raises(ServiceError) as few:
+        items_import_pairs(study=study, data="a,b\n")
+    assert few.value.errors == ["the file gives 1 item; a study needs at least two"]
