@@ -39,11 +39,13 @@ from collection.serializers import (
     StudyJobSerializer,
     StudySerializer,
     TokenSerializer,
+    TokensImportQuerySerializer,
     VoteRequestSerializer,
     VoteResultSerializer,
 )
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
+from common.numbers import percent_done
 from common.parsers import CSVParser
 from common.throttling import ANNOTATOR_THROTTLES
 
@@ -159,14 +161,20 @@ class StudyViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(TokenSerializer(page, many=True).data)
 
     @extend_schema(
-        summary="Import tokens from CSV (token, area[, rare]); all or nothing",
+        summary="Add tokens from CSV (token, area[, rare]), or replace the pool with them; all or nothing",
+        parameters=[TokensImportQuerySerializer],
         request=UPLOAD_REQUEST,
         responses=UPLOAD_RESPONSES,
     )
     @tokens.mapping.post
     def tokens_import(self, request, slug=None):
         study = self.get_object()
-        report = pools.tokens_import(study=study, data=uploaded_csv(request))
+        # A query parameter, not a form field: a raw text/csv body has no room for one.
+        query = TokensImportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        report = pools.tokens_import(
+            study=study, data=uploaded_csv(request), replace=query.validated_data["mode"] == "replace"
+        )
         return Response(ImportReportSerializer(report).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(summary="The study's items", responses={200: ItemSerializer(many=True), **STAFF_ERRORS})
@@ -322,7 +330,7 @@ def study_job_body(job: StudyJob) -> dict:
             "status": job.status,
             "done": done,
             "total": job.total,
-            "percent": round(100 * done / job.total) if job.total else 100,
+            "percent": percent_done(done, job.total) if job.total else 100,
             "result": job.result,
             "error": job.error,
             "url": reverse("api:study-job", args=[job.study.slug, job.pk]),

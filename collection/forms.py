@@ -146,9 +146,25 @@ class TokensUploadForm(UploadForm):
         label="Tokens CSV",
         help_text=(
             "One token per line: token, area[, rare]. A first line naming the columns is optional; "
-            "rare is 1/0, true/false or yes/no. UTF-8, at most 2 MiB."
+            "rare is 1/0, true/false or yes/no. Separated by commas (semicolons or tabs, as some "
+            "spreadsheets save, are recognised too). UTF-8, at most 2 MiB."
         ),
     )
+    mode = forms.ChoiceField(
+        label="The file's tokens",
+        choices=[
+            ("add", "Add them to the study's tokens"),
+            ("replace", "Replace the pool: remove the study's tokens, semantic areas and items first"),
+        ],
+        initial="add",
+        required=False,  # a form posted without the choice adds, as the upload did before there was one
+        widget=forms.RadioSelect,
+        help_text="A replaced pool needs its items generated or uploaded again. A file with any problem "
+        "changes nothing.",
+    )
+
+    def clean_mode(self) -> str:
+        return self.cleaned_data["mode"] or "add"
 
 
 class PairsUploadForm(UploadForm):

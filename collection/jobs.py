@@ -7,6 +7,7 @@ A job whose task was never sent is sent again by the ballots sweep.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import datetime
 
@@ -92,12 +93,7 @@ def study_job_run(*, job_id: int) -> StudyJob | None:
             report = items_generate(
                 study=job.study, max_per_area=job.parameters.get("max_per_area"), progress=progress
             )
-            result = {
-                "areas_created": report.areas_created,
-                "tokens_created": report.tokens_created,
-                "items_created": report.items_created,
-                "warnings": report.warnings,
-            }
+            result = dataclasses.asdict(report)
         else:
             raise ServiceError(f"unknown job kind {job.kind!r}")
     except ServiceError as exc:

@@ -2,12 +2,16 @@
 
 Uploads are all or nothing: a bad row refuses the whole file, with every problem listed by line. Only a
 draft changes its pools (the ballots measure its items), and not while one of its jobs runs.
+
+Files are CSV separated by commas; a file that a spreadsheet saved with semicolons or tabs (Excel does
+in locales whose decimal mark is a comma) is read with its own separator, and the report says so.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +22,7 @@ from collection import limits
 from collection.models import Item, SemanticArea, Study, StudyJob, Token
 from collection.pairs import area_pairs, pair_count
 from common.errors import ServiceError, StudyStateError, reported_errors
+from common.numbers import counted, listed
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 
@@ -27,7 +32,15 @@ class ImportReport:
     areas_created: int = 0
     tokens_created: int = 0
     items_created: int = 0
+    tokens_removed: int = 0
+    items_removed: int = 0
     warnings: list[str] = field(default_factory=list)
+
+
+# The separators a file may use, by how a report names them; a comma unless the file says otherwise.
+SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs"}
+# The rows read to tell the separator: enough to outvote a few bad lines, few enough to cost nothing.
+SEPARATOR_SAMPLE_ROWS = 50
 
 
 _TRUE = {"1", "true", "yes", "y", "rare", "x"}
@@ -69,13 +82,44 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-def _csv_rows(text: str, expected: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[tuple[int, dict]]:
-    """Rows as dicts keyed by the expected column names, with their line numbers.
+def _separator(text: str, columns: int) -> str:
+    """The separator of a CSV: of comma, semicolon and tab, the one that splits the most of the first
+    ``SEPARATOR_SAMPLE_ROWS`` non-blank rows into at least ``columns`` fields; a comma on a tie.
+
+    Counting rows rather than looking at the first line alone lets a few bad lines (a token without its
+    area) be reported as such instead of turning the whole file into one column.
+    """
+    best, best_fits = ",", -1
+    for separator in SEPARATORS:
+        fits = 0
+        try:
+            reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
+            rows = (row for row in reader if any(cell.strip() for cell in row))
+            fits = sum(len(row) >= columns for row in itertools.islice(rows, SEPARATOR_SAMPLE_ROWS))
+        except csv.Error:  # a quote left open under this separator: it is not the file's
+            pass
+        if fits > best_fits:
+            best, best_fits = separator, fits
+    return best
+
+
+def _csv_rows(
+    text: str, expected: tuple[str, ...], optional: tuple[str, ...] = (), *, what: str
+) -> tuple[list[tuple[int, dict]], str]:
+    """Rows as dicts keyed by the expected column names, with their line numbers, and the separator.
 
     A first row naming the columns (any order, any case) is a header; otherwise the columns are taken
-    in the order ``expected + optional``.
+    in the order ``expected + optional``. The separator is told by ``_separator``.
     """
-    rows = list(csv.reader(io.StringIO(text)))
+    separator = _separator(text, len(expected))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise ServiceError(
+            f"the {what} file cannot be read as CSV at line {reader.line_num}: {exc}; "
+            "check the quotes on that line"
+        ) from None
     columns = expected + optional
     header = [cell.strip().lower() for cell in rows[0]] if rows else []
     first_line = 1
@@ -92,7 +136,20 @@ def _csv_rows(text: str, expected: tuple[str, ...], optional: tuple[str, ...] = 
         parsed.append(
             (line, {name: (row[index] if index < len(row) else "") for name, index in positions.items()})
         )
-    return parsed
+    return parsed, separator
+
+
+def _separator_note(separator: str, what: str) -> list[str]:
+    """The report's word on a file not separated by commas (empty for a comma-separated one)."""
+    if separator == ",":
+        return []
+    return [f"the {what} file is separated by {SEPARATORS[separator]}, not commas: it was read that way"]
+
+
+def _delete(rows) -> int:
+    """Delete the rows of the queryset; how many of its own model went (not counting cascades)."""
+    _, deleted = rows.delete()
+    return deleted.get(rows.model._meta.label, 0)
 
 
 def pools_editable(study: Study) -> bool:
@@ -119,29 +176,36 @@ def require_no_job(study: Study, action: str) -> None:
 
 
 @transaction.atomic
-def tokens_import(*, study: Study, data: bytes | str) -> ImportReport:
+def tokens_import(*, study: Study, data: bytes | str, replace: bool = False) -> ImportReport:
     """Add tokens from CSV rows ``token, area[, rare]`` (a header row is optional).
 
-    All or nothing: any bad row refuses the whole file, with every problem listed by line.
+    With ``replace``, the file becomes the whole pool: the study's tokens, semantic areas and items are
+    removed first (the items pair the old tokens: generate or upload them again).
+    All or nothing: any bad row refuses the whole file, with every problem listed by line, and a refused
+    replacement leaves the pool as it was.
     """
     study = Study.objects.select_for_update().get(pk=study.pk)
-    require_draft(study, "import tokens")
-    require_no_job(study, "import tokens")
+    action = "replace the tokens" if replace else "import tokens"
+    require_draft(study, action)
+    require_no_job(study, action)
     text = _decode_upload(data, what="tokens")
-    rows = _csv_rows(text, ("token", "area"), ("rare",))
+    rows, separator = _csv_rows(text, ("token", "area"), ("rare",), what="tokens")
     if not rows:
         raise ServiceError("the tokens file has no rows: expected lines of token, area[, rare]")
-    existing_count = study.tokens.count()
+    existing_count = 0 if replace else study.tokens.count()
     if existing_count + len(rows) > limits.MAX_TOKENS:
+        held = f" and the study {existing_count:,}" if existing_count else ""
         raise ServiceError(
-            f"the file has {len(rows):,} tokens and the study {existing_count:,}; a study holds at most "
+            f"the file has {counted(len(rows), 'token')}{held}; a study holds at most "
             f"{limits.MAX_TOKENS:,} tokens (its items pair them, and it holds at most {limits.MAX_ITEMS:,} "
             "items): nothing was imported",
             status=413,
         )
 
     errors: list[str] = []
-    existing = {_normalise(t).casefold(): t for t in study.tokens.values_list("text", flat=True)}
+    existing = (
+        {} if replace else {_normalise(t).casefold(): t for t in study.tokens.values_list("text", flat=True)}
+    )
     seen: dict[str, int] = {}
     accepted: list[tuple[str, str, bool]] = []
     for line, row in rows:
@@ -169,24 +233,32 @@ def tokens_import(*, study: Study, data: bytes | str) -> ImportReport:
         accepted.append((token, area, rare_text in _TRUE))
 
     area_sizes: dict[str, int] = {}
-    for name, count in (
-        SemanticArea.objects.filter(study=study).values_list("name").annotate(n=Count("tokens"))
-    ):
-        area_sizes[name] = count
+    if not replace:
+        for name, count in (
+            SemanticArea.objects.filter(study=study).values_list("name").annotate(n=Count("tokens"))
+        ):
+            area_sizes[name] = count
     for _, area, _ in accepted:
         area_sizes[area] = area_sizes.get(area, 0) + 1
     for area, count in sorted(area_sizes.items()):
         if area and count < 2:
             errors.append(
-                f"area {area!r} has {count} token; an area needs at least two tokens to form an item"
+                f"area {area!r} has {counted(count, 'token')}; an area needs at least two tokens to form an item"
             )
     if errors:
         raise ServiceError(
-            f"the tokens file has {len(errors)} problem(s); nothing was imported",
+            f"the tokens file has {counted(len(errors), 'problem')}; nothing was imported",
             errors=reported_errors(errors),
         )
 
-    report = ImportReport()
+    report = ImportReport(warnings=_separator_note(separator, "tokens"))
+    if replace:
+        # Inside this transaction: should anything below fail, the old pool comes back whole.
+        report.items_removed = _delete(study.items.all())
+        report.tokens_removed = _delete(study.tokens.all())
+        study.areas.all().delete()
+        study.item_source = ""
+        study.save(update_fields=["item_source"])
     areas = {a.name: a for a in study.areas.all()}
     for _, area, _ in accepted:
         if area not in areas:
@@ -270,7 +342,7 @@ def items_generate(
         lows.append(token_ids[first])
         highs.append(token_ids[second])
     area_of, token_a, token_b = (np.concatenate(parts) for parts in (areas, lows, highs))
-    study.items.all().delete()
+    report.items_removed = _delete(study.items.all())
     batch = 2000
     for start in range(0, area_of.size, batch):
         stop = min(start + batch, area_of.size)
@@ -302,10 +374,10 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
     require_draft(study, "import items")
     require_no_job(study, "import items")
     text = _decode_upload(data, what="items")
-    rows = _csv_rows(text, ("token_a", "token_b"))
+    rows, separator = _csv_rows(text, ("token_a", "token_b"), what="items")
     if len(rows) > limits.MAX_ITEMS:
         raise ServiceError(
-            f"the file has {len(rows):,} pairs; a study holds at most {limits.MAX_ITEMS:,} items (the instrument "
+            f"the file has {counted(len(rows), 'pair')}; a study holds at most {limits.MAX_ITEMS:,} items (the instrument "
             "card's bootstrap and every evaluation grow with the items): nothing was imported",
             status=413,
         )
@@ -319,7 +391,8 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
         missing = [name for name, token in zip(names, found, strict=True) if token is None]
         if missing:
             errors.append(
-                f"line {line}: unknown token(s) {', '.join(repr(m) for m in missing)}; import them first"
+                f"line {line}: unknown {'token' if len(missing) == 1 else 'tokens'} "
+                f"{listed(repr(m) for m in missing)}; import them first"
             )
             continue
         a, b = sorted(found, key=lambda t: t.id)
@@ -333,13 +406,13 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
             seen[(a.id, b.id)] = line
             pairs.append((a, b))
     if not errors and len(pairs) < 2:
-        errors.append(f"the file gives {len(pairs)} item(s); a study needs at least two")
+        errors.append(f"the file gives {counted(len(pairs), 'item')}; a study needs at least two")
     if errors:
         raise ServiceError(
-            f"the items file has {len(errors)} problem(s); nothing was imported",
+            f"the items file has {counted(len(errors), 'problem')}; nothing was imported",
             errors=reported_errors(errors),
         )
-    study.items.all().delete()
+    items_removed = _delete(study.items.all())
     Item.objects.bulk_create(
         [
             Item(study=study, area_id=a.area_id, token_a=a, token_b=b, index=i)
@@ -349,4 +422,6 @@ def items_import_pairs(*, study: Study, data: bytes | str) -> ImportReport:
     )
     study.item_source = "explicit pairs uploaded by the researcher"
     study.save(update_fields=["item_source"])
-    return ImportReport(items_created=len(pairs))
+    return ImportReport(
+        items_created=len(pairs), items_removed=items_removed, warnings=_separator_note(separator, "items")
+    )

@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 from collection import arrays
 from collection.models import Annotator, Ballot, Comparison, Item, SemanticArea, Study, StudyJob, Token, Vote
 from common.errors import StudyStateError
+from common.numbers import percent_done
 
 
 def comparison_display(*, comparison_id: int) -> dict:
@@ -40,13 +41,13 @@ class AnnotatorProgress:
     def quota_percent(self) -> int | None:
         if not self.cap:
             return None
-        return min(100, round(100 * self.votes_in_ballot / self.cap))
+        return percent_done(self.votes_in_ballot, self.cap)
 
     @property
     def ballot_percent(self) -> int:
         if not self.ballot_comparisons:
             return 100
-        return min(100, round(100 * self.ballot_voted / self.ballot_comparisons))
+        return percent_done(self.ballot_voted, self.ballot_comparisons)
 
     @property
     def quota_reached(self) -> bool:
@@ -98,7 +99,7 @@ def study_progress(*, study: Study) -> list[dict]:
             "items": ballot.item_count,
             "comparisons": ballot.comparison_count,
             "votes": ballot.votes_recorded,
-            "percent": round(100 * ballot.votes_recorded / ballot.comparison_count)
+            "percent": percent_done(ballot.votes_recorded, ballot.comparison_count)
             if ballot.comparison_count
             else 0,
             "opened_at": ballot.opened_at,

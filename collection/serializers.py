@@ -238,7 +238,25 @@ class ImportReportSerializer(serializers.Serializer):
     areas_created = serializers.IntegerField()
     tokens_created = serializers.IntegerField()
     items_created = serializers.IntegerField()
+    # A default for the results of jobs stored before these were counted.
+    tokens_removed = serializers.IntegerField(default=0, help_text="Tokens removed by a replacement.")
+    items_removed = serializers.IntegerField(
+        default=0, help_text="Items removed: all of them when the items or the tokens are replaced."
+    )
     warnings = serializers.ListField(child=serializers.CharField())
+
+
+class TokensImportQuerySerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(
+        choices=[
+            ("add", "add the file's tokens to the study's"),
+            ("replace", "the file becomes the whole pool: tokens, areas and items are removed first"),
+        ],
+        default="add",
+        help_text="add: the file's tokens join the study's. replace: the study's tokens, semantic areas "
+        "and items are removed and the file's tokens take their place (generate or upload the items "
+        "again). Either way all or nothing, and only while the study is a draft.",
+    )
 
 
 class StudyJobSerializer(serializers.Serializer):

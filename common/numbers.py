@@ -15,3 +15,23 @@ def finite_or_none(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def percent_done(done: int, total: int) -> int:
+    """How much of ``total`` is done, in whole percent rounded down: 100 only once it is all done.
+
+    Rounding to the nearest would show 199 of 200 as 100%, a ballot that looks complete and is not.
+    ``total`` must be positive; the callers decide what an empty total shows.
+    """
+    return max(0, min(100, 100 * int(done) // int(total)))
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """The number with its noun, singular for one: "1 ballot", "1,234 ballots", "0 items"."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
+def listed(values) -> str:
+    """Values as a sentence lists them: "3", "1 and 3", "1, 3 and 5"."""
+    words = [str(value) for value in values]
+    return " and ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} and {words[-1]}"

@@ -131,7 +131,8 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
             index = index_of_pair.get((_normalise(row["token_a"]), _normalise(row["token_b"])))
             if index is None:
                 errors.append(
-                    f"{where}: ({row['token_a']!r}, {row['token_b']!r}) is not an item of study {study.slug!r}"
+                    f"{where}: the pair {row['token_a']!r} – {row['token_b']!r} is not an item of study "
+                    f"{study.slug!r}"
                 )
                 continue
         else:

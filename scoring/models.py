@@ -6,6 +6,7 @@ from django.db import models
 
 import collection.models
 from common.models import BackgroundWork
+from common.numbers import percent_done
 
 
 class ItemScore(collection.models.ItemScore):
@@ -31,4 +32,4 @@ class SimulationRun(BackgroundWork):
 
     @property
     def progress_percent(self) -> int:
-        return round(100 * self.done / self.repetitions) if self.repetitions else 0
+        return percent_done(self.done, self.repetitions) if self.repetitions else 0

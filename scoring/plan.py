@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
+from common.numbers import counted, listed
+
 __all__ = [
     "BUDGET_RULE",
     "BallotPlan",
@@ -100,8 +102,9 @@ def ballot_sizes(item_count: int, ballot_count: int, keep_fraction: float) -> tu
         size = round_half_up(keep_fraction * sizes[-1])
         if size < 2:
             raise ValueError(
-                f"ballot {ballot} would hold {size} item(s): with {item_count} items and "
-                f"keep_fraction α = {keep_fraction:g}, at most {ballot - 1} ballots keep two or more items "
+                f"ballot {ballot} would hold {counted(size, 'item')}: with {item_count} items and "
+                f"keep_fraction α = {keep_fraction:g}, at most {counted(ballot - 1, 'ballot')} "
+                f"{'keeps' if ballot - 1 == 1 else 'keep'} two or more items "
                 f"(§2.7 asks α ≳ (2/N_items)^(1/(n_b-1)) = {_alpha_lower(item_count, ballot_count):.3f})"
             )
         sizes.append(size)
@@ -158,7 +161,7 @@ def plan_for_budget(
     if int(comparison_budget) != comparison_budget or comparison_budget < per_unit:
         raise ValueError(
             f"a budget of {comparison_budget} comparisons is too small: the smallest even M (2) "
-            f"already needs {per_unit} comparisons for ballots of {list(sizes)} items"
+            f"already needs {per_unit} comparisons for ballots of {listed(sizes)} items"
         )
     return ballot_plan(
         item_count=item_count,
@@ -239,7 +242,8 @@ def _warnings(plan: BallotPlan) -> tuple[str, ...]:
     if m % 2 == 1 and any(size % 2 == 1 for size in plan.sizes):
         odd = [k + 1 for k, size in enumerate(plan.sizes) if size % 2 == 1]
         found.append(
-            f"appearances M = {m} is odd: in ballot(s) {odd} one item appears M+1 = {m + 1} times "
+            f"appearances M = {m} is odd: in {'ballot' if len(odd) == 1 else 'ballots'} {listed(odd)} one "
+            f"item appears M+1 = {m + 1} times "
             f"(footnote 6 recommends an even M)."
         )
     for k, size in enumerate(plan.sizes, start=1):

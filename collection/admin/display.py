@@ -5,10 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.html import format_html
 
-
-def counted(number: int, noun: str, plural: str | None = None) -> str:
-    """The number with its noun: "1 item", "1,234 items"."""
-    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+from common.numbers import counted, percent_done  # noqa: F401  (counted: the admin's pages import it here)
 
 
 def sentence(text: str) -> str:
@@ -19,7 +16,7 @@ def sentence(text: str) -> str:
 
 
 def progress_bar(done: int, total: int) -> str:
-    percent = round(100 * done / total) if total else 0
+    percent = percent_done(done, total) if total else 0
     return format_html('<progress value="{}" max="{}">{}%</progress>', done, total or 1, percent)
 
 

@@ -25,6 +25,7 @@ from collection.studies import (
     study_update,
 )
 from common.errors import ServiceError
+from common.numbers import counted, percent_done
 from scoring.plan import BUDGET_RULE, budget_derivation
 
 RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
@@ -57,12 +58,12 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 return "closing a ballot"
             return "not started" if study.is_draft else "finished"
         return format_html(
-            "{} ballot {} of {}: {} of {} votes",
+            "{} ballot {} of {}: {} of {}",
             progress_bar(study.open_ballot_votes, study.open_ballot_comparisons),
             study.open_ballot_number,
             study.ballot_count,
             f"{study.open_ballot_votes:,}",
-            f"{study.open_ballot_comparisons:,}",
+            counted(study.open_ballot_comparisons, "vote"),
         )
 
     def get_fieldsets(self, request, obj=None):
@@ -187,7 +188,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             context["job"] = {
                 "job": job,
                 "done": done,
-                "percent": round(100 * done / job.total) if job.total else 0,
+                "percent": percent_done(done, job.total) if job.total else 0,
             }
         entry = study.get_absolute_url()
         context["entry_url"] = request.build_absolute_uri(entry)

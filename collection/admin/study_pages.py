@@ -108,16 +108,26 @@ class StudyPages:
             return refused
         form = TokensUploadForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
+            replace = form.cleaned_data["mode"] == "replace"
             try:
-                report = tokens_import(study=study, data=form.cleaned_data["file"])
+                report = tokens_import(study=study, data=form.cleaned_data["file"], replace=replace)
             except ServiceError as exc:
                 return self._tokens_form(request, study, form, exc)
-            self.message_user(
-                request,
-                f"Imported {counted(report.tokens_created, 'token')} into “{study}” "
-                f"({counted(report.areas_created, 'new semantic area')}). Next: generate the items.",
-                messages.SUCCESS,
-            )
+            if replace:
+                text = (
+                    f"Replaced the pool of “{study}”: removed {counted(report.tokens_removed, 'token')} and "
+                    f"{counted(report.items_removed, 'item')}, imported "
+                    f"{counted(report.tokens_created, 'token')} in "
+                    f"{counted(report.areas_created, 'semantic area')}. Next: generate the items."
+                )
+            else:
+                text = (
+                    f"Imported {counted(report.tokens_created, 'token')} into “{study}” "
+                    f"({counted(report.areas_created, 'new semantic area')}). Next: generate the items."
+                )
+            self.message_user(request, text, messages.SUCCESS)
+            for warning in report.warnings:
+                self.message_user(request, sentence(warning), messages.WARNING)
             return redirect(self._change_url(study))
         return self._tokens_form(request, study, form)
 
@@ -130,7 +140,7 @@ class StudyPages:
             intro=(
                 "Tokens are grouped by semantic area; items pair two tokens of the same area (§2.1, §2.2). "
                 "The file is imported whole or not at all: any bad line refuses it, with every problem "
-                "listed by line number."
+                "listed by line number, and the study's pool stays as it was."
             ),
             submit="Upload tokens",
             error=error,
@@ -194,11 +204,16 @@ class StudyPages:
             except ServiceError as exc:
                 error = exc
             else:
+                replaced = (
+                    f", replacing {counted(report.items_removed, 'item')}" if report.items_removed else ""
+                )
                 self.message_user(
                     request,
-                    f"Imported {counted(report.items_created, 'item')} into “{study}”.",
+                    f"Imported {counted(report.items_created, 'item')} into “{study}”{replaced}.",
                     messages.SUCCESS,
                 )
+                for warning in report.warnings:
+                    self.message_user(request, sentence(warning), messages.WARNING)
                 return redirect(self._change_url(study, "#plan"))
         return self._render_form(
             request,
@@ -247,9 +262,9 @@ class StudyPages:
                 "title": f"Close ballot {ballot.number} of “{study}” now?",
                 "ballot": ballot,
                 "is_last": ballot.number >= study.ballot_count,
-                "unvoted": f"{ballot.comparison_count - ballot.votes_recorded:,}",
+                "unvoted": counted(ballot.comparison_count - ballot.votes_recorded, "comparison"),
                 "votes": f"{ballot.votes_recorded:,}",
-                "comparisons": f"{ballot.comparison_count:,}",
+                "comparisons": counted(ballot.comparison_count, "comparison"),
             },
         )
 
@@ -314,7 +329,10 @@ class StudyPages:
                 messages.SUCCESS,
             )
             return
-        done = f"Ballot {ballot.number} of “{study}” is closed with {ballot.votes_recorded:,} of {ballot.comparison_count:,} comparisons voted"
+        done = (
+            f"Ballot {ballot.number} of “{study}” is closed with {ballot.votes_recorded:,} of "
+            f"{counted(ballot.comparison_count, 'comparison')} voted"
+        )
         following = study.ballots.filter(number=ballot.number + 1).first()
         if following is not None:
             text = f"{done}; ballot {following.number} is open with {counted(following.comparison_count, 'comparison')}."

@@ -269,6 +269,39 @@ def test_uploading_tokens_creates_them_with_their_areas(admin_client):
     ]
 
 
+def test_replacing_the_tokens_says_what_it_removed_and_added(admin_client):
+    study = Study.objects.create(name="Words", slug="words")
+    admin_client.post(view_url("tokens_upload", study), {"file": csv_file("a,X\nb,X\nc,X\n")})
+    admin_client.post(view_url("items_generate", study), {"max_per_area": ""})
+    semicolons = csv_file("\ufefftoken;area\r\nlion;Animals\r\nmouse;Animals\r\n")
+
+    response = admin_client.post(view_url("tokens_upload", study), {"file": semicolons, "mode": "replace"})
+
+    assert response.status_code == 302 and response["Location"] == change_url(study)
+    assert messages_of(response)[-2:] == [  # after those of the first upload and the generation
+        "Replaced the pool of “Words”: removed 3 tokens and 3 items, imported 2 tokens in 1 semantic area. "
+        "Next: generate the items.",
+        "The tokens file is separated by semicolons, not commas: it was read that way.",
+    ]
+    assert sorted(study.tokens.values_list("text", "area__name")) == [
+        ("lion", "Animals"),
+        ("mouse", "Animals"),
+    ]
+    assert study.items.count() == 0
+
+
+def test_a_refused_replacement_in_the_admin_changes_nothing(admin_client):
+    study = Study.objects.create(name="Words", slug="words")
+    admin_client.post(view_url("tokens_upload", study), {"file": csv_file("a,X\nb,X\n")})
+
+    response = admin_client.post(
+        view_url("tokens_upload", study), {"file": csv_file("lion,Animals\n"), "mode": "replace"}
+    )
+
+    assert response.status_code == 400
+    assert sorted(study.tokens.values_list("text", flat=True)) == ["a", "b"]
+
+
 def post_bad_tokens(client, study, content):
     response = client.post(view_url("tokens_upload", study), {"file": csv_file(content)})
     html = response.content.decode()
@@ -287,7 +320,7 @@ def test_a_bad_tokens_file_lists_every_problem_by_line_and_imports_nothing(admin
     response, html, lines = post_bad_tokens(admin_client, study, content)
 
     assert response.status_code == 400
-    assert element(html, "service-error") == "The tokens file has 3 problem(s); nothing was imported."
+    assert element(html, "service-error") == "The tokens file has 3 problems; nothing was imported."
     assert lines == [
         "line 4: &#x27;Apple&#x27; repeats line 2",
         "line 5: the token is empty",
@@ -358,7 +391,7 @@ def test_uploading_pairs_replaces_the_items_by_the_explicit_ones(admin_client):
         {"file": csv_file("token_a,token_b\narea0-0,area0-1\narea0-2,area0-3\n", "pairs.csv")},
     )
 
-    assert messages_of(response) == [f"Imported 2 items into “{study.name}”."]
+    assert messages_of(response) == [f"Imported 2 items into “{study.name}”, replacing 6 items."]
     assert [str(item) for item in study.items.order_by("index")] == ["area0-0 – area0-1", "area0-2 – area0-3"]
 
 
@@ -373,7 +406,7 @@ def test_a_bad_pairs_file_names_its_lines_and_keeps_the_items(admin_client):
     html = response.content.decode()
     assert response.status_code == 400
     assert re.findall(r"<li>(.*?)</li>", element(html, "service-error-lines")) == [
-        "line 2: unknown token(s) &#x27;nowhere&#x27;; import them first",
+        "line 2: unknown token &#x27;nowhere&#x27;; import them first",
         "line 3: the pair repeats line 1",
     ]
     assert study.items.count() == 6
@@ -393,6 +426,20 @@ def test_pools_cannot_be_uploaded_once_the_study_has_started(admin_client):
 
 
 # --- lifecycle -------------------------------------------------------------------------------------
+
+
+def test_closing_a_ballot_one_vote_short_counts_the_comparison_left_in_words(admin_client):
+    # 3 items, M = 2: 3 comparisons; 2 voted. Before: "cancels the 1 comparisons not voted".
+    study = make_study(tokens=3, ballot_count=1, appearances=2)
+    vote_until(study, voters=annotators(study, 2), max_votes=2)
+
+    page = admin_client.get(view_url("close_ballot", study)).content.decode()
+
+    intro = re.sub(r"\s+", " ", re.search(r'<p class="yardstick-intro">(.*?)</p>', page, re.S).group(1))
+    assert intro.startswith(
+        "Ballot 1 has 2 of 3 comparisons voted. Closing it now scores its items on these votes "
+        "(Eq. 1, 5, 6) and cancels the 1 comparison not voted; this is the last ballot"
+    )
 
 
 def test_the_start_page_shows_the_plan_before_asking_for_confirmation(admin_client):

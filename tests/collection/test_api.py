@@ -667,7 +667,14 @@ def test_tokens_upload_as_a_multipart_file_imports_them(staff_client):
     response = staff_client.post(f"/api/studies/{study.slug}/tokens/", {"file": upload})
 
     assert response.status_code == 201
-    assert response.json() == {"areas_created": 2, "tokens_created": 5, "items_created": 0, "warnings": []}
+    assert response.json() == {
+        "areas_created": 2,
+        "tokens_created": 5,
+        "items_created": 0,
+        "tokens_removed": 0,
+        "items_removed": 0,
+        "warnings": [],
+    }
     listed = staff_client.get(f"/api/studies/{study.slug}/tokens/?limit=2").json()
     assert listed["count"] == 5
     assert [(t["text"], t["area"], t["rare"]) for t in listed["results"]] == [
@@ -695,7 +702,7 @@ def test_a_tokens_file_with_problems_is_refused_by_line_and_imports_nothing(staf
 
     assert response.status_code == 400
     assert response.json() == {
-        "detail": "the tokens file has 3 problem(s); nothing was imported",
+        "detail": "the tokens file has 3 problems; nothing was imported",
         "errors": [
             "line 3: the token is empty",
             "line 4: 'cat' repeats line 2",
@@ -744,6 +751,75 @@ def test_tokens_cannot_be_added_to_a_running_study(staff_client):
     }
 
 
+def test_tokens_upload_with_mode_replace_replaces_the_pool_and_counts_what_went(staff_client):
+    study = draft_study()
+    url = f"/api/studies/{study.slug}/tokens/"
+    staff_client.post(url, tokens_csv({"Animals": 4}), content_type="text/csv")
+    staff_client.post(f"/api/studies/{study.slug}/items/generate/", {}, content_type="application/json")
+
+    response = staff_client.post(
+        f"{url}?mode=replace", "token\tarea\nred\tColours\nblue\tColours\n", content_type="text/csv"
+    )
+
+    assert response.status_code == 201
+    assert response.json() == {
+        "areas_created": 1,
+        "tokens_created": 2,
+        "items_created": 0,
+        "tokens_removed": 4,
+        "items_removed": 6,
+        "warnings": ["the tokens file is separated by tabs, not commas: it was read that way"],
+    }
+    assert sorted(study.tokens.values_list("text", flat=True)) == ["blue", "red"]
+    assert study.items.count() == 0
+
+
+def test_a_refused_replacement_through_the_api_leaves_the_pool_as_it_was(staff_client):
+    study = draft_study()
+    url = f"/api/studies/{study.slug}/tokens/"
+    staff_client.post(url, "cat,Animals\ndog,Animals\n", content_type="text/csv")
+    upload = SimpleUploadedFile("tokens.csv", b"red,Colours\n", "text/csv")
+
+    response = staff_client.post(f"{url}?mode=replace", {"file": upload})
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "area 'Colours' has 1 token; an area needs at least two tokens to form an item"
+    ]
+    assert sorted(study.tokens.values_list("text", flat=True)) == ["cat", "dog"]
+
+
+def test_an_unknown_upload_mode_is_refused_and_imports_nothing(staff_client):
+    study = draft_study()
+
+    response = staff_client.post(
+        f"/api/studies/{study.slug}/tokens/?mode=overwrite",
+        "cat,Animals\ndog,Animals\n",
+        content_type="text/csv",
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": 'mode: "overwrite" is not a valid choice.',
+        "errors": ['mode: "overwrite" is not a valid choice.'],
+    }
+    assert study.tokens.count() == 0
+
+
+def test_the_pool_of_a_running_study_cannot_be_replaced(staff_client):
+    study = make_study()
+
+    response = staff_client.post(
+        f"/api/studies/{study.slug}/tokens/?mode=replace", "a,B\nc,B\n", content_type="text/csv"
+    )
+
+    assert response.status_code == 409
+    assert response.json() == {
+        "detail": "cannot replace the tokens: the study is running; only a draft study can change its pools"
+    }
+    assert study.tokens.count() == 6
+
+
 def test_items_are_generated_within_areas_sampled_down_to_the_cap_and_listed(staff_client):
     study = draft_study()
     staff_client.post(
@@ -759,6 +835,8 @@ def test_items_are_generated_within_areas_sampled_down_to_the_cap_and_listed(sta
         "areas_created": 0,
         "tokens_created": 0,
         "items_created": 3,
+        "tokens_removed": 0,
+        "items_removed": 0,
         "warnings": ["area 'Animals': sampled 3 of 6 pairs"],
     }
     listed = staff_client.get(f"/api/studies/{study.slug}/items/").json()

@@ -74,6 +74,13 @@ def test_the_schema_documents_the_204_of_next_with_its_reason_header_and_both_up
     assert "content" not in no_comparison
     upload = schema["paths"]["/api/studies/{slug}/tokens/"]["post"]["requestBody"]["content"]
     assert set(upload) == {"multipart/form-data", "text/csv"}
+    parameters = schema["paths"]["/api/studies/{slug}/tokens/"]["post"]["parameters"]
+    mode = next(parameter for parameter in parameters if parameter["name"] == "mode")
+    assert (mode["in"], mode["schema"]["enum"], mode["schema"]["default"]) == (
+        "query",
+        ["add", "replace"],
+        "add",
+    )
     assert schema["components"]["schemas"]["CsvUploadRequest"]["properties"]["file"] == {
         "type": "string",
         "format": "binary",

@@ -293,7 +293,7 @@ def test_an_unknown_token_pair_is_refused_by_row(study, owner):
         response,
         400,
         "the submission has 1 problem(s); nothing was stored",
-        [f"line 3: ('no', 'such') is not an item of study '{study.slug}'"],
+        [f"line 3: the pair 'no' – 'such' is not an item of study '{study.slug}'"],
     )
 
 

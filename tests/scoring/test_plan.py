@@ -61,7 +61,7 @@ def test_warnings_carry_the_numbers_of_section_2_7():
         "§2.7 suggests at most 10%.",
         "M_top = n_b·M = 3·3 = 9 < 100: the top items are compared fewer than 100 times, too few for "
         "precise top ranks (§2.7).",
-        "appearances M = 3 is odd: in ballot(s) [1, 2] one item appears M+1 = 4 times (footnote 6 "
+        "appearances M = 3 is odd: in ballots 1 and 2 one item appears M+1 = 4 times (footnote 6 "
         "recommends an even M).",
     )
 
@@ -116,7 +116,7 @@ def test_a_budget_too_small_for_m_2_is_refused():
         (dict(keep_fraction=1.0), "strictly between 0 and 1"),
         (dict(ballot_count=0), "positive whole number"),
         (dict(appearances=0), "positive whole number"),
-        (dict(item_count=10, ballot_count=5), r"ballot 5 would hold 1 item\(s\)"),
+        (dict(item_count=10, ballot_count=5), "ballot 5 would hold 1 item: with 10 items"),
     ],
 )
 def test_impossible_plans_are_refused_with_the_reason(parameters, message):
@@ -128,4 +128,35 @@ def test_as_dict_carries_every_derived_figure():
     data = paper_plan().as_dict()
     assert (
         data["total_comparisons"] == 19_660 and data["survivors"][0] == 495 and data["top_appearances"] == 140
+    )
+
+
+def test_the_reason_of_an_impossible_plan_counts_in_words():
+    # 2 items, α = 0.5: ballot 2 would hold one. Before: "1 item(s)" and "at most 1 ballots keep".
+    with pytest.raises(ValueError) as raised:
+        ballot_sizes(item_count=2, ballot_count=2, keep_fraction=0.5)
+
+    assert str(raised.value) == (
+        "ballot 2 would hold 1 item: with 2 items and keep_fraction α = 0.5, at most 1 ballot keeps two or "
+        "more items (§2.7 asks α ≳ (2/N_items)^(1/(n_b-1)) = 1.000)"
+    )
+    with pytest.raises(ValueError, match=r"ballot 3 would hold 1 item: .* at most 2 ballots keep two"):
+        ballot_sizes(item_count=3, ballot_count=3, keep_fraction=0.5)
+
+
+def test_an_odd_m_names_its_one_ballot_without_brackets():
+    plan = ballot_plan(item_count=46, ballot_count=2, keep_fraction=0.5, appearances=3)
+
+    assert plan.warnings[-1] == (
+        "appearances M = 3 is odd: in ballot 2 one item appears M+1 = 4 times (footnote 6 recommends an even M)."
+    )
+
+
+def test_a_budget_too_small_lists_the_ballot_sizes_as_a_sentence():
+    with pytest.raises(ValueError) as raised:
+        plan_for_budget(item_count=45, ballot_count=3, keep_fraction=0.5, comparison_budget=10)
+
+    assert str(raised.value) == (
+        "a budget of 10 comparisons is too small: the smallest even M (2) already needs 80 comparisons "
+        "for ballots of 45, 23 and 12 items"
     )

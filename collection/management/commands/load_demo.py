@@ -9,6 +9,7 @@ from collection.lifecycle import study_start
 from collection.models import Study
 from collection.pools import items_generate, tokens_import
 from collection.studies import study_plan
+from common.numbers import listed
 
 DEMO_TOKENS = Path(__file__).resolve().parents[2] / "data" / "demo_tokens.csv"
 DEMO_SLUG = "demo"
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             if not draft:
                 study_start(study=study)
         self.stdout.write(
-            f"demo study '{slug}': {plan.item_count} items, ballots of {list(plan.sizes)} items, "
+            f"demo study '{slug}': {plan.item_count} items, ballots of {listed(plan.sizes)} items, "
             f"{plan.total_comparisons} comparisons; {'draft' if draft else 'running'}. "
             f"Vote at /s/{slug}/ or run: python manage.py simulate_voters --study {slug}"
         )
