@@ -180,8 +180,8 @@ def _participant_of_link(request, study, data):
     participant_id = _participant_id(data)
     signature = data.get(SIGNATURE_PARAMETER, "")
     platform, bad_parameter = platform_parameters(data)
-    if too_long := _participant_id_problem(participant_id) or bad_parameter:
-        refusal = _entry_page(request, study, None, link_error=too_long, status=400)
+    if malformed := _participant_id_problem(participant_id) or bad_parameter:
+        refusal = _entry_page(request, study, None, link_error=malformed, status=400)
         return participant_id, signature, platform, refusal
     if problem := _link_problem(request, study, participant_id, signature):
         refusal = _entry_page(request, study, None, link_error=problem, status=403)

@@ -9,13 +9,16 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from collection import limits
 from collection.crowd import OUTCOMES, Outcome, participant_code
 from collection.models import Annotator, Comparison, Study, Vote
 from collection.signing import participant_link
+from collection.studies import study_duplicate
 from collection.voting import NextReason
 from tests.collection.test_close_wait import _fully_voted_but_open
 from tests.collection.test_views import entry_url, join, page, vote_url
@@ -324,3 +327,51 @@ def test_another_studys_participant_sees_no_code_of_this_study(client):
 
     assert (voting.status_code, voting["Location"]) == (302, entry_url(theirs))
     assert ("completion-code" in entry.attributes, "personal-code" in entry.attributes) == (False, False)
+
+
+# --- the settings' bounds ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"max_wait_seconds": 29}, limits.WAIT_MESSAGE),
+        ({"max_wait_seconds": limits.MAX_WAIT_SECONDS + 1}, limits.WAIT_MESSAGE),
+        ({"pay_per_hour": 0}, limits.PAY_MESSAGE),
+        ({"pay_per_hour": limits.MAX_PAY_PER_HOUR + 1}, limits.PAY_MESSAGE),
+    ],
+)
+def test_the_api_refuses_a_wait_or_pay_out_of_bounds_and_says_why(researcher_client, values, message):
+    response = researcher_client.post(
+        "/api/studies/", {"name": "Pilot", "slug": "pilot", **values}, content_type="application/json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == [f"{next(iter(values))}: {message}"]
+    assert not Study.objects.filter(slug="pilot").exists()
+
+
+@pytest.mark.parametrize("values", [{"max_wait_seconds": 0}, {"pay_per_hour": -1.0}])
+def test_the_database_refuses_a_wait_or_pay_out_of_bounds(values):
+    study = make_study(start=False)
+    Study.objects.filter(pk=study.pk).update(max_wait_seconds=30, pay_per_hour=None)  # within the bounds
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Study.objects.filter(pk=study.pk).update(**values)
+
+
+def test_a_duplicate_keeps_the_crowd_settings_but_gets_codes_of_its_own():
+    study = make_study(max_wait_seconds=90, participant_codes=True, pay_per_hour=8.5, pay_currency="EUR")
+
+    copy = study_duplicate(study=study)
+
+    assert (copy.max_wait_seconds, copy.participant_codes, copy.pay_per_hour, copy.pay_currency) == (
+        90,
+        True,
+        8.5,
+        "EUR",
+    )
+    assert (copy.no_work_code != study.no_work_code, copy.participant_secret != study.participant_secret) == (
+        True,
+        True,
+    )
