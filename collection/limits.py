@@ -23,6 +23,12 @@ MAX_SECONDS_PER_COMPARISON = 3_600
 MAX_LEASE_SECONDS = 24 * 60 * 60
 MAX_BALLOT_DEADLINE_HOURS = 24 * 365
 MAX_SEED = 2**62
+# The longest a participant waits for work before the page offers the exit with the "no work" code:
+# crowd platforms time a submission out after an hour or so, and a wait under 30 s is no wait.
+MIN_WAIT_SECONDS = 30
+MAX_WAIT_SECONDS = 24 * 60 * 60
+# The pay rate for the consent page's estimate, a currency amount per hour.
+MAX_PAY_PER_HOUR = 10_000
 
 # What a refusal says: the limit and why.
 BALLOTS_MESSAGE = (
@@ -42,3 +48,10 @@ LEASE_MESSAGE = (
 )
 DEADLINE_MESSAGE = "ballot_deadline_hours must be at most 8760 (a year)."
 SEED_MESSAGE = f"seed must be a whole number from 0 to {MAX_SEED:,}."
+WAIT_MESSAGE = (
+    f"max_wait_seconds must be from {MIN_WAIT_SECONDS} to {MAX_WAIT_SECONDS} (a day): the longest a participant "
+    "waits for work before the page offers the exit with the no-work code."
+)
+PAY_MESSAGE = (
+    f"pay_per_hour must be more than 0 and at most {MAX_PAY_PER_HOUR:,} (a currency amount per hour)."
+)

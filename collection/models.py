@@ -115,6 +115,38 @@ class Study(models.Model):
         help_text="Close a ballot this many hours after it opens, voted or not.",
     )
     completion_code = models.CharField(max_length=32, default=_new_completion_code)
+    no_work_code = models.CharField(
+        max_length=32,
+        default=_new_completion_code,
+        help_text="The completion code of a participant who found no work: nothing left to judge, or a wait "
+        "longer than the longest wait.",
+    )
+    max_wait_seconds = models.PositiveIntegerField(
+        default=300,
+        validators=[
+            MinValueValidator(limits.MIN_WAIT_SECONDS, message=limits.WAIT_MESSAGE),
+            MaxValueValidator(limits.MAX_WAIT_SECONDS, message=limits.WAIT_MESSAGE),
+        ],
+        help_text="Seconds a participant waits for work (a ballot closing, every comparison taken) before "
+        "the page offers the exit with the no-work code.",
+    )
+    participant_codes = models.BooleanField(
+        default=False,
+        help_text="Also give each participant a code of their own for each outcome, listed in the exports.",
+    )
+    # A float, as seconds_per_comparison: it feeds an estimate, and the change trail stores it as JSON.
+    pay_per_hour = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(0.01, message=limits.PAY_MESSAGE),
+            MaxValueValidator(limits.MAX_PAY_PER_HOUR, message=limits.PAY_MESSAGE),
+        ],
+        help_text="Pay per hour, for the estimate on the consent page; blank for none.",
+    )
+    pay_currency = models.CharField(
+        max_length=3, blank=True, default="GBP", help_text="The pay's currency, e.g. GBP or USD."
+    )
     completion_redirect_url = models.URLField(
         blank=True, help_text="Where annotators go when done, e.g. the crowd platform's completion URL."
     )
@@ -235,6 +267,18 @@ class Study(models.Model):
                 condition=Q(seed__gte=0) & Q(seed__lte=limits.MAX_SEED),
                 name="study_seed_bounded",
                 violation_error_message=limits.SEED_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(max_wait_seconds__gte=limits.MIN_WAIT_SECONDS)
+                & Q(max_wait_seconds__lte=limits.MAX_WAIT_SECONDS),
+                name="study_max_wait_bounded",
+                violation_error_message=limits.WAIT_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(pay_per_hour__isnull=True)
+                | Q(pay_per_hour__gt=0) & Q(pay_per_hour__lte=limits.MAX_PAY_PER_HOUR),
+                name="study_pay_bounded",
+                violation_error_message=limits.PAY_MESSAGE,
             ),
         ]
 
@@ -484,6 +528,12 @@ class Annotator(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
     consented_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # What the crowd platform's link said (collection/crowd.py, PLATFORM_PARAMETERS); blank when absent.
+    prolific_study_id = models.CharField(max_length=128, blank=True, default="")
+    prolific_session_id = models.CharField(max_length=128, blank=True, default="")
+    mturk_hit_id = models.CharField(max_length=128, blank=True, default="")
+    mturk_assignment_id = models.CharField(max_length=128, blank=True, default="")
+    mturk_submit_to = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         constraints = [

@@ -86,6 +86,11 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "votes_per_annotator_per_ballot",
             "ballot_deadline_hours",
             "completion_code",
+            "no_work_code",
+            "max_wait_seconds",
+            "participant_codes",
+            "pay_per_hour",
+            "pay_currency",
             "require_signed_links",
             "completion_redirect_url",
             "seed",
@@ -113,6 +118,12 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
                 "error_messages": {"max_value": limits.DEADLINE_MESSAGE},
             },
             "relevant_top_k": {"min_value": 1},
+            "max_wait_seconds": {
+                "error_messages": {"min_value": limits.WAIT_MESSAGE, "max_value": limits.WAIT_MESSAGE}
+            },
+            "pay_per_hour": {
+                "error_messages": {"min_value": limits.PAY_MESSAGE, "max_value": limits.PAY_MESSAGE}
+            },
             "seed": {"error_messages": {"min_value": limits.SEED_MESSAGE, "max_value": limits.SEED_MESSAGE}},
         }
 

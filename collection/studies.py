@@ -113,6 +113,12 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     "completion_redirect_url": StudySetting("completion URL", _UNTIL_FINISHED, _COLLECTED, private=True),
     "completion_code": StudySetting("completion code", _UNTIL_FINISHED, _COLLECTED, private=True),
     "require_signed_links": StudySetting("signed participant links required", _UNTIL_FINISHED, _COLLECTED),
+    # The crowd platform's conventions (collection/crowd.py): exits, codes, the consent page's estimate.
+    "no_work_code": StudySetting("no-work code", _UNTIL_FINISHED, _COLLECTED, private=True),
+    "max_wait_seconds": StudySetting("longest wait for work (seconds)", _UNTIL_FINISHED, _COLLECTED),
+    "participant_codes": StudySetting("a code per participant", _UNTIL_FINISHED, _COLLECTED),
+    "pay_per_hour": StudySetting("pay per hour", _UNTIL_FINISHED, _COLLECTED),
+    "pay_currency": StudySetting("pay currency", _UNTIL_FINISHED, _COLLECTED),
     # How models are evaluated against the ranking, not how the ranking was measured.
     "minimum_coverage": StudySetting("minimum coverage of a submission", _ALWAYS),
     "relevant_top_k": StudySetting("relevant top K", _ALWAYS),
@@ -336,6 +342,10 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         votes_per_annotator_per_ballot=study.votes_per_annotator_per_ballot,
         ballot_deadline_hours=study.ballot_deadline_hours,
         completion_redirect_url=study.completion_redirect_url,
+        max_wait_seconds=study.max_wait_seconds,
+        participant_codes=study.participant_codes,
+        pay_per_hour=study.pay_per_hour,
+        pay_currency=study.pay_currency,
         item_source=study.item_source,
         minimum_coverage=study.minimum_coverage,
         relevant_top_k=study.relevant_top_k,

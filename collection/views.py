@@ -6,6 +6,7 @@ page (keys, no reload between comparisons) through the REST API. Every write goe
 
 from __future__ import annotations
 
+import math
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
@@ -15,6 +16,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_http_methods
 
+from collection.crowd import (
+    Outcome,
+    annotator_platform_record,
+    annotator_waited_seconds,
+    platform_parameters,
+    study_exit,
+    study_expectations,
+)
 from collection.identity import annotator_from_request
 from collection.models import Study
 from collection.selectors import annotator_progress
@@ -77,19 +86,37 @@ def _client_response_ms(value: str | None) -> int | None:
     return milliseconds if 0 < milliseconds <= MAX_CLIENT_RESPONSE_MS else None
 
 
-def completion_url(study: Study) -> str:
-    """The crowd platform's completion URL, with ``?cc=<code>`` added when it has no query of its own."""
+def completion_url(study: Study, code: str | None = None) -> str:
+    """The crowd platform's completion URL, with ``?cc=<code>`` added when it has no query of its own.
+
+    ``code`` is the outcome's code (``collection.crowd.outcome_code``), the completion code by default.
+    """
     url = study.completion_redirect_url
     if not url:
         return ""
     parts = urlsplit(url)
     if parts.query:
         return url
-    return urlunsplit(parts._replace(query=urlencode({"cc": study.completion_code})))
+    return urlunsplit(parts._replace(query=urlencode({"cc": code or study.completion_code})))
+
+
+def _exit_context(study, annotator, outcome: str) -> dict:
+    """What ``_completion.html`` shows of a participant's exit with ``outcome``."""
+    leaving = study_exit(study=study, annotator=annotator, outcome=outcome)
+    return {"exit": leaving, "completion_url": completion_url(study, leaving.code)}
 
 
 def _entry_page(
-    request, study, annotator, *, participant_id=None, signature="", error="", link_error="", status=200
+    request,
+    study,
+    annotator,
+    *,
+    participant_id=None,
+    signature="",
+    platform=None,
+    error="",
+    link_error="",
+    status=200,
 ):
     voted = annotator is not None and annotator_progress(annotator=annotator).votes_total > 0
     context = {
@@ -97,11 +124,16 @@ def _entry_page(
         "annotator": annotator,
         "participant_id": participant_id,
         "signature": signature,
+        "platform": sorted((platform or {}).items()),  # carried through the consent form
         "voted": voted,
-        "completion_url": completion_url(study) if voted else "",
         "error": error,
         "link_error": link_error,
     }
+    if not link_error and study.status == Study.Status.FINISHED and annotator is not None:
+        # A participant who arrives when nothing is left leaves with the no-work code.
+        context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
+    if not link_error and study.status == Study.Status.RUNNING and not (annotator and annotator.consented_at):
+        context["expectations"] = study_expectations(study=study)
     return render(request, "collection/entry.html", context, status=status)
 
 
@@ -131,22 +163,30 @@ def entry(request, slug):
     study = get_object_or_404(Study, slug=slug)
     if request.method == "POST":
         return _consent(request, study)
-    participant_id, signature, refused = _participant_of_link(request, study, request.GET)
+    participant_id, signature, platform, refused = _participant_of_link(request, study, request.GET)
     if refused:
         return refused
     annotator = annotator_from_request(request, study, participant_id=participant_id)
-    return _entry_page(request, study, annotator, participant_id=participant_id, signature=signature)
+    if annotator is not None and platform:
+        annotator_platform_record(annotator=annotator, parameters=platform)
+    return _entry_page(
+        request, study, annotator, participant_id=participant_id, signature=signature, platform=platform
+    )
 
 
 def _participant_of_link(request, study, data):
-    """(participant id, signature, None), or the entry page that refuses a bad link (400 or 403)."""
+    """(participant id, signature, the platform's parameters, None), or the entry page that refuses a
+    bad link (400 or 403) in place of None."""
     participant_id = _participant_id(data)
     signature = data.get(SIGNATURE_PARAMETER, "")
-    if too_long := _participant_id_problem(participant_id):
-        return participant_id, signature, _entry_page(request, study, None, link_error=too_long, status=400)
+    platform, bad_parameter = platform_parameters(data)
+    if malformed := _participant_id_problem(participant_id) or bad_parameter:
+        refusal = _entry_page(request, study, None, link_error=malformed, status=400)
+        return participant_id, signature, platform, refusal
     if problem := _link_problem(request, study, participant_id, signature):
-        return participant_id, signature, _entry_page(request, study, None, link_error=problem, status=403)
-    return participant_id, signature, None
+        refusal = _entry_page(request, study, None, link_error=problem, status=403)
+        return participant_id, signature, platform, refusal
+    return participant_id, signature, platform, None
 
 
 def _consent(request, study):
@@ -155,7 +195,7 @@ def _consent(request, study):
     wait = page_wait_seconds(request, "join", throttles=(AddressThrottle,))
     if wait is not None:
         return _too_fast_page(request, study, wait, next_url=study.get_absolute_url())
-    participant_id, signature, refused = _participant_of_link(request, study, request.POST)
+    participant_id, signature, platform, refused = _participant_of_link(request, study, request.POST)
     if refused:
         return refused
     if request.POST.get("consent") != "yes":
@@ -167,10 +207,12 @@ def _consent(request, study):
             annotator,
             participant_id=participant_id,
             signature=signature,
+            platform=platform,
             error=error,
             status=400,
         )
     annotator = annotator_from_request(request, study, create=True, participant_id=participant_id)
+    annotator_platform_record(annotator=annotator, parameters=platform)
     annotator_consent(annotator=annotator)
     return redirect("collection:vote", slug=study.slug)
 
@@ -198,7 +240,7 @@ def _next_page(request, study, annotator, result):
     """The voting page of the annotator's next comparison, or the page that says why there is none."""
     if result.assignment is None:
         progress = result.progress or annotator_progress(annotator=annotator)
-        return _nothing_page(request, study, result, progress)
+        return _nothing_page(request, study, annotator, result, progress)
     context = {
         "study": study,
         "assignment": result.assignment,
@@ -250,17 +292,32 @@ def _vote_error_page(request, study, error: ServiceError):
     return render(request, "collection/vote_error.html", context, status=error.status)
 
 
-def _nothing_page(request, study, result, progress):
+# Reasons to wait for work: after the study's max_wait_seconds, the page offers the no-work exit.
+WAITING_REASONS = (NextReason.BALLOT_CLOSING, NextReason.ALL_LEASED)
+
+
+def _nothing_page(request, study, annotator, result, progress):
+    """Why there is no comparison, with the participant's exit and code where they may leave.
+
+    Their quota done, or all pairs left judged by them: the completion code (the no-work code if they
+    never voted). Waiting for work (a ballot closing, every comparison taken): the page checks again by
+    itself, at the latest when the wait reaches ``max_wait_seconds``; from then on it offers the exit
+    with the no-work code and stops reloading, so that the code does not vanish while being copied.
+    """
     voted = progress.votes_total > 0
-    context = {
-        "study": study,
-        "progress": progress,
-        "reason": result.reason,
-        "retry_after_seconds": result.retry_after_seconds,
-        "voted": voted,
-        "completion_url": completion_url(study) if voted else "",
-    }
+    retry = result.retry_after_seconds
+    context = {"study": study, "progress": progress, "reason": result.reason, "voted": voted}
+    if result.reason in WAITING_REASONS:
+        waited = annotator_waited_seconds(annotator=annotator)
+        if waited >= study.max_wait_seconds:
+            context |= _exit_context(study, annotator, Outcome.NO_WORK)
+            retry = None
+        elif retry:
+            retry = min(retry, max(1, math.ceil(study.max_wait_seconds - waited)))
+    elif result.reason != NextReason.NOT_STARTED:
+        context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
+    context["retry_after_seconds"] = retry
     response = render(request, NOTHING_TEMPLATES[result.reason], context)
-    if result.retry_after_seconds:
-        response["Retry-After"] = str(result.retry_after_seconds)
+    if retry:
+        response["Retry-After"] = str(retry)
     return response

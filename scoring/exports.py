@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from collection.crowd import OUTCOMES, PLATFORM_PARAMETERS, participant_code
 from collection.models import Annotator, Item, Study, Vote
 from scoring.selectors import study_overview
+
+# The annotator's crowd platform parameters and, with the study's participant_codes, their own codes.
+CROWD_COLUMNS = (*PLATFORM_PARAMETERS.values(), *(f"code_{outcome}" for outcome in OUTCOMES))
 
 VOTE_COLUMNS = (
     "vote_id",
@@ -27,7 +31,23 @@ VOTE_COLUMNS = (
     "response_ms",
     "client_response_ms",
     "created_at",
+    *CROWD_COLUMNS,
 )
+
+
+def _annotator_crowd_cells(study: Study) -> dict[int, tuple[str | None, list]]:
+    """{annotator id: (participant id, one cell per ``CROWD_COLUMNS``)}; codes blank without
+    participant_codes (``collection.crowd.participant_code``)."""
+    cells = {}
+    for pk, participant_id, *platform in Annotator.objects.filter(study=study).values_list(
+        "pk", "participant_id", *PLATFORM_PARAMETERS.values()
+    ):
+        codes = [
+            participant_code(study=study, annotator_id=pk, outcome=outcome) if study.participant_codes else ""
+            for outcome in OUTCOMES
+        ]
+        cells[pk] = (participant_id, [*platform, *codes])
+    return cells
 
 
 def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
@@ -39,6 +59,7 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
         annotator.pk: str(annotator)
         for annotator in Annotator.objects.filter(study=study).select_related("user")
     }
+    crowd = _annotator_crowd_cells(study)
     tokens = {
         item_id: (token_a, token_b)
         for item_id, token_a, token_b in Item.objects.filter(study=study).values_list(
@@ -80,6 +101,7 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
             response,
             client,
             created.isoformat(),
+            *crowd[annotator_id][1],
         ]
 
 
@@ -110,6 +132,15 @@ def study_export_header(*, study: Study) -> dict:
         "started_at": iso(study.started_at),
         "finished_at": iso(study.finished_at),
         "annotators": overview.voter_count,
+        # Everyone who joined, voters or not (a no-work exit has no vote): the codes to match.
+        "participants": [
+            {
+                "annotator_id": pk,
+                "participant_id": participant_id,
+                **dict(zip(CROWD_COLUMNS, cells, strict=True)),
+            }
+            for pk, (participant_id, cells) in _annotator_crowd_cells(study).items()
+        ],
         "votes": overview.vote_count,
         "ballots": [
             {

@@ -99,6 +99,11 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                         "ballot_deadline_hours",
                         "completion_redirect_url",
                         "completion_code",
+                        "no_work_code",
+                        "max_wait_seconds",
+                        "participant_codes",
+                        "pay_per_hour",
+                        "pay_currency",
                         "require_signed_links",
                     )
                 },

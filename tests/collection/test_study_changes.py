@@ -45,6 +45,11 @@ EDITABLE_IN = {
     "completion_redirect_url": UNTIL_FINISHED,
     "completion_code": UNTIL_FINISHED,
     "require_signed_links": UNTIL_FINISHED,
+    "no_work_code": UNTIL_FINISHED,
+    "max_wait_seconds": UNTIL_FINISHED,
+    "participant_codes": UNTIL_FINISHED,
+    "pay_per_hour": UNTIL_FINISHED,
+    "pay_currency": UNTIL_FINISHED,
     "minimum_coverage": ALL,
     "relevant_top_k": ALL,
 }
@@ -68,6 +73,11 @@ CHANGES = {
     "completion_redirect_url": {"completion_redirect_url": "https://crowd.example/done?cc=C0DE"},
     "completion_code": {"completion_code": "NEWCODE"},
     "require_signed_links": {"require_signed_links": True},
+    "no_work_code": {"no_work_code": "NOWORK1"},
+    "max_wait_seconds": {"max_wait_seconds": 600},
+    "participant_codes": {"participant_codes": True},
+    "pay_per_hour": {"pay_per_hour": 9.5},
+    "pay_currency": {"pay_currency": "USD"},
     "minimum_coverage": {"minimum_coverage": 0.8},
     "relevant_top_k": {"relevant_top_k": 5},
 }

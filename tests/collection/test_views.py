@@ -198,7 +198,7 @@ def test_the_voting_page_of_a_draft_study_says_it_has_not_started(client):
     assert page(response).text["nothing-heading"] == "This study has not started yet"
 
 
-def test_a_finished_study_thanks_and_shows_the_completion_code_only_to_annotators_who_voted(client):
+def test_a_finished_study_shows_the_completion_code_to_voters_and_the_no_work_code_to_newcomers(client):
     finished = make_study()
     voter = join(client, finished, participant="voter")
     vote_until(finished, voters=[voter, *annotators(finished, 5)])
@@ -216,7 +216,7 @@ def test_a_finished_study_thanks_and_shows_the_completion_code_only_to_annotator
     assert shown.text["completion-code"] == finished.completion_code
 
     newcomer = page(client.get(entry_url(finished), {"participant": "newcomer"}))
-    assert "completion-code" not in newcomer.attributes
+    assert newcomer.text["completion-code"] == finished.no_work_code  # nothing left: the no-work exit
     assert "consent" not in newcomer.attributes
 
 
@@ -284,6 +284,7 @@ def test_the_instructions_on_the_voting_page_are_those_of_the_entry_page(client)
         entry.text["main"].removeprefix(f"{with_ties.name} ").split(" Taking part ", 1)
     )
     consent_text = consent_form.removesuffix(" I have read the instructions and agree to take part. Start")
+    consent_text = consent_text.removeprefix(f"{entry.text['expectations']} ")  # only before consenting
     assert consent_text.endswith(
         "an anonymous number kept in this browser, and use them only to rank the "
         "pairs of this study. Taking part is voluntary: you can stop at any time "

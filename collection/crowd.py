@@ -1,0 +1,195 @@
+"""Crowd platforms' conventions: an exit and a code for each outcome, the platform's parameters, and
+what the consent page promises (comparisons, minutes, pay).
+
+A participant leaves with a completion code: the study's ``completion_code`` when they completed their
+work, its ``no_work_code`` when there was none for them (nothing left to judge when they arrived, or a
+wait for work longer than the study's ``max_wait_seconds``). With ``participant_codes`` each
+participant also gets a code of their own per outcome: ``HMAC-SHA256(key = the study's participant
+secret, message = "<annotator id>:<outcome>")``, its first 50 bits in base32, as ``XXXXX-XXXXX``.
+It is stable (the same annotator and outcome give the same code), cannot be made without the secret,
+and needs no row: the exports compute it again beside each annotator, so a researcher matches the code
+a participant pasted into the platform.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db.models import Max
+from django.utils import timezone
+
+from collection.models import Annotator, Study, Vote
+from collection.studies import study_plan
+from common.errors import ServiceError
+
+
+class Outcome:
+    """How a participant leaves the study; each outcome has its code."""
+
+    COMPLETED = "completed"
+    NO_WORK = "no_work"
+
+
+OUTCOMES = (Outcome.COMPLETED, Outcome.NO_WORK)
+
+
+def outcome_code(*, study: Study, outcome: str) -> str:
+    """The study-wide completion code of an outcome."""
+    return study.completion_code if outcome == Outcome.COMPLETED else study.no_work_code
+
+
+def participant_code(*, study: Study, annotator_id: int, outcome: str) -> str:
+    """The annotator's own code for ``outcome``: HMAC-SHA256 of "<id>:<outcome>", 50 bits in base32."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+    digest = hmac.new(
+        study.participant_secret.encode(), f"{annotator_id}:{outcome}".encode(), hashlib.sha256
+    ).digest()
+    text = base64.b32encode(digest).decode()[:10]
+    return f"{text[:5]}-{text[5:]}"
+
+
+@dataclass(frozen=True)
+class Exit:
+    """What the page of a leaving participant shows: the outcome, its code, the participant's own code."""
+
+    outcome: str
+    code: str
+    personal_code: str
+
+
+def study_exit(*, study: Study, annotator: Annotator | None, outcome: str) -> Exit:
+    personal = ""
+    if study.participant_codes and annotator is not None:
+        personal = participant_code(study=study, annotator_id=annotator.pk, outcome=outcome)
+    return Exit(outcome=outcome, code=outcome_code(study=study, outcome=outcome), personal_code=personal)
+
+
+# --- waiting for work ----------------------------------------------------------------------------
+
+
+def annotator_waited_seconds(*, annotator: Annotator, now: datetime | None = None) -> float:
+    """Seconds since the annotator last had work: their latest vote, else their consent.
+
+    Read only when there is no comparison for them, so the vote's path carries no extra write.
+    """
+    now = now or timezone.now()
+    last_vote = Vote.objects.filter(annotator_id=annotator.pk).aggregate(last=Max("created_at"))["last"]
+    consented = Annotator.objects.values_list("consented_at", flat=True).get(pk=annotator.pk)
+    since = max((moment for moment in (last_vote, consented) if moment is not None), default=now)
+    return max(0.0, (now - since).total_seconds())
+
+
+# --- the platform's parameters -------------------------------------------------------------------
+
+# Query parameter -> Annotator field. The participant id itself (PROLIFIC_PID, workerId) is the
+# annotator's participant_id (collection/views.py, PARTICIPANT_PARAMETERS).
+PLATFORM_PARAMETERS = {
+    "STUDY_ID": "prolific_study_id",
+    "SESSION_ID": "prolific_session_id",
+    "hitId": "mturk_hit_id",
+    "assignmentId": "mturk_assignment_id",
+    "turkSubmitTo": "mturk_submit_to",
+}
+MAX_PLATFORM_ID_LENGTH = 128
+MAX_SUBMIT_URL_LENGTH = 200
+_SUBMIT_URL = URLValidator(schemes=["https"])
+
+
+def platform_parameters(data) -> tuple[dict[str, str], str]:
+    """({query parameter: value} of the platform's parameters in ``data``, "" or why they are refused)."""
+    values = {name: data.get(name, "").strip() for name in PLATFORM_PARAMETERS}
+    values = {name: value for name, value in values.items() if value}
+    for name, value in values.items():
+        limit = MAX_SUBMIT_URL_LENGTH if name == "turkSubmitTo" else MAX_PLATFORM_ID_LENGTH
+        if not value.isprintable():
+            return values, (
+                f"This link is not valid: its {name} holds control characters, which no crowd platform "
+                "sends. Open the link you were given, unchanged."
+            )
+        if len(value) > limit:
+            return values, (
+                f"This link is not valid: its {name} is {len(value):,} characters long, and crowd platforms "
+                f"send at most {limit}. Open the link you were given, unchanged."
+            )
+        if name == "turkSubmitTo":
+            try:
+                _SUBMIT_URL(value)
+            except ValidationError:
+                return values, (
+                    "This link is not valid: its turkSubmitTo is not an https address, as MTurk sends. "
+                    "Open the link you were given, unchanged."
+                )
+    return values, ""
+
+
+def annotator_platform_record(*, annotator: Annotator, parameters: dict[str, str]) -> None:
+    """Store the platform's parameters (checked by ``platform_parameters``) that the annotator lacks or
+    that changed (a participant returning in a new session); one UPDATE, none when nothing changed."""
+    changed = {
+        PLATFORM_PARAMETERS[name]: value
+        for name, value in parameters.items()
+        if getattr(annotator, PLATFORM_PARAMETERS[name]) != value
+    }
+    if changed:
+        Annotator.objects.filter(pk=annotator.pk).update(**changed)
+        for field, value in changed.items():
+            setattr(annotator, field, value)
+
+
+# --- what the consent page promises --------------------------------------------------------------
+
+# The median of the latest votes: enough for a stable median, and a bounded read on a public page.
+MEDIAN_VOTES = 1000
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What taking part asks of a participant, at most: comparisons, minutes, and the pay for them."""
+
+    comparisons: int
+    seconds_per_comparison: float
+    measured: bool  # the seconds are the median of stored votes, not the study's estimate
+    minutes: int
+    pay: float | None
+    currency: str
+
+
+def study_expectations(*, study: Study) -> Expectations | None:
+    """At most Σ_k min(cap, C_k) comparisons (C_k: ballot k's comparisons in the plan; Σ_k C_k without
+    a cap), at the median server-measured time of the latest votes (else the study's
+    ``seconds_per_comparison``); minutes rounded up; pay = minutes / 60 × ``pay_per_hour``. None
+    when the study has no plan yet."""
+    try:
+        plan = study_plan(study=study)
+    except ServiceError:
+        return None
+    cap = study.votes_per_annotator_per_ballot
+    comparisons = sum(min(cap, count) if cap else count for count in plan.comparisons)
+    latest = list(
+        Vote.objects.filter(ballot__study=study)
+        .order_by("-pk")
+        .values_list("response_ms", flat=True)[:MEDIAN_VOTES]
+    )
+    if latest:
+        seconds, measured = float(np.median(np.asarray(latest, dtype=float))) / 1000.0, True
+    else:
+        seconds, measured = float(study.seconds_per_comparison), False
+    minutes = math.ceil(comparisons * seconds / 60)
+    pay = round(minutes / 60 * study.pay_per_hour, 2) if study.pay_per_hour else None
+    return Expectations(
+        comparisons=comparisons,
+        seconds_per_comparison=seconds,
+        measured=measured,
+        minutes=minutes,
+        pay=pay,
+        currency=study.pay_currency,
+    )

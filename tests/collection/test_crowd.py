@@ -1,0 +1,377 @@
+"""Crowd platforms' conventions: a code for each outcome and an exit for a participant without work, codes
+per participant that the export verifies, the platform's parameters recorded, and the consent page's
+promise of comparisons, minutes and pay."""
+
+import csv
+import io
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from collection import limits
+from collection.crowd import OUTCOMES, Outcome, participant_code
+from collection.models import Annotator, Comparison, Study, Vote
+from collection.signing import participant_link
+from collection.studies import study_duplicate
+from collection.voting import NextReason
+from tests.collection.test_close_wait import _fully_voted_but_open
+from tests.collection.test_views import entry_url, join, page, vote_url
+from tests.factories import annotators, make_study, vote_until
+
+pytestmark = pytest.mark.django_db
+
+PROLIFIC_COMPLETION = "https://app.prolific.com/submissions/complete"
+PROLIFIC_PID = "5f0c1a2b3c4d5e6f7a8b9c0d"
+MTURK_SUBMIT = "https://workersandbox.mturk.com/mturk/externalSubmit"
+
+
+@pytest.fixture
+def closing_study():
+    """15 items, ballots of 30, 16 and 8 comparisons; ballot 1 closed in 6.0 s, ballot 2 voted and closing."""
+    study = make_study()
+    vote_until(study, voters=annotators(study, 5), max_votes=30)  # the 30th vote closes ballot 1
+    study.ballots.filter(number=1).update(close_seconds=6.0)
+    _fully_voted_but_open(study.ballots.get(number=2))
+    return study
+
+
+@pytest.fixture
+def researcher_client(django_user_model):
+    researcher = django_user_model.objects.create_user("researcher", password="x", is_staff=True)
+    researcher_client = Client()
+    researcher_client.force_login(researcher)
+    return researcher_client
+
+
+def waited(annotator: Annotator, seconds: float) -> None:
+    """The annotator consented ``seconds`` ago and has not voted since."""
+    Annotator.objects.filter(pk=annotator.pk).update(consented_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def refresh_seconds(response) -> list[str]:
+    return re.findall(r'<meta http-equiv="refresh" content="(\d+)">', response.content.decode())
+
+
+# --- a code for each outcome -----------------------------------------------------------------------
+
+
+def test_a_participant_who_arrives_when_nothing_is_left_gets_the_no_work_code_and_exit(client):
+    study = make_study(completion_redirect_url=PROLIFIC_COMPLETION)
+    vote_until(study, voters=annotators(study, 5))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+
+    shown = page(client.get(entry_url(study), {"PROLIFIC_PID": PROLIFIC_PID}))
+
+    assert shown.attributes["completion"]["data-outcome"] == Outcome.NO_WORK
+    assert shown.text["completion-code"] == study.no_work_code
+    assert shown.attributes["completion-link"]["href"] == f"{PROLIFIC_COMPLETION}?cc={study.no_work_code}"
+    assert study.no_work_code != study.completion_code
+
+
+def test_a_participant_waiting_past_the_longest_wait_is_offered_the_no_work_exit(client, closing_study):
+    study = closing_study
+    Study.objects.filter(pk=study.pk).update(max_wait_seconds=300)
+    late = join(client, study, participant="late")
+
+    waited(late, 100)
+    before = client.get(vote_url(study))
+    waited(late, 301)
+    after = client.get(vote_url(study))
+
+    shown = page(before)
+    assert shown.attributes["nothing"]["data-reason"] == NextReason.BALLOT_CLOSING
+    assert ("exit" in shown.attributes, "completion-code" in shown.attributes) == (False, False)
+    assert (before["Retry-After"], refresh_seconds(before)) == ("6", ["6"])  # the close comes first
+    shown = page(after)
+    assert shown.text["exit-heading"] == "You may stop here"
+    assert shown.attributes["completion"]["data-outcome"] == Outcome.NO_WORK
+    assert shown.text["completion-code"] == study.no_work_code
+    # It stops reloading, so the code does not vanish while it is being copied; "Check again" stays.
+    assert (after.has_header("Retry-After"), refresh_seconds(after)) == (False, [])
+    assert shown.attributes["retry-link"]["href"] == vote_url(study)
+
+
+def test_the_waiting_page_reloads_no_later_than_the_longest_wait(client, closing_study):
+    study = closing_study
+    study.ballots.filter(number=1).update(close_seconds=300.0)  # the close would be told as 241 s
+    Study.objects.filter(pk=study.pk).update(max_wait_seconds=300)
+    late = join(client, study, participant="late")
+    waited(late, 250)
+
+    response = client.get(vote_url(study))
+
+    assert int(response["Retry-After"]) in (49, 50)  # 300 - 250 s, give or take the test's own second
+    assert refresh_seconds(response) == [response["Retry-After"]]
+
+
+def test_every_comparison_taken_past_the_longest_wait_offers_the_exit_too(client):
+    study = make_study(max_wait_seconds=60)
+    late = join(client, study, participant="late")
+    ballot = study.ballots.get(number=1)
+    Comparison.objects.filter(ballot=ballot).update(
+        status=Comparison.Status.LEASED, lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    waited(late, 61)
+
+    shown = page(client.get(vote_url(study)))
+
+    assert shown.attributes["nothing"]["data-reason"] == NextReason.ALL_LEASED
+    assert shown.text["completion-code"] == study.no_work_code
+
+
+def test_a_participant_whose_quota_is_done_gets_the_completion_code_and_their_own(client):
+    study = make_study(votes_per_annotator_per_ballot=2, participant_codes=True)
+    participant = join(client, study, participant="quick")
+    for _ in range(2):
+        client.post(vote_url(study), {"assignment": _assignment(client, study), "choice": "left"})
+
+    shown = page(client.get(vote_url(study)))
+
+    assert shown.attributes["nothing"]["data-reason"] == NextReason.QUOTA
+    assert shown.attributes["completion"]["data-outcome"] == Outcome.COMPLETED
+    assert shown.text["completion-code"] == study.completion_code
+    expected = participant_code(study=study, annotator_id=participant.pk, outcome=Outcome.COMPLETED)
+    assert shown.text["personal-code"] == expected
+
+
+def _assignment(client, study) -> str:
+    html = client.get(vote_url(study)).content.decode()
+    return re.search(r'name="assignment" value="(\d+)"', html).group(1)
+
+
+def test_no_personal_code_is_shown_unless_the_study_gives_them(client):
+    study = make_study(votes_per_annotator_per_ballot=1)
+    join(client, study, participant="quick")
+    client.post(vote_url(study), {"assignment": _assignment(client, study), "choice": "left"})
+
+    shown = page(client.get(vote_url(study)))
+
+    assert (shown.text["completion-code"], "personal-code" in shown.attributes) == (
+        study.completion_code,
+        False,
+    )
+
+
+# --- codes per participant ---------------------------------------------------------------------------
+
+
+def test_codes_per_participant_are_unique_and_stable():
+    study = make_study(start=False)
+    codes = [
+        participant_code(study=study, annotator_id=pk, outcome=o) for pk in range(1, 2001) for o in OUTCOMES
+    ]
+
+    assert len(set(codes)) == len(codes) == 4000
+    assert all(re.fullmatch(r"[A-Z2-7]{5}-[A-Z2-7]{5}", code) for code in codes)
+    assert participant_code(study=study, annotator_id=7, outcome="completed") == codes[12]
+    other = make_study(start=False)  # another study's secret: other codes for the same annotator ids
+    assert participant_code(study=other, annotator_id=7, outcome="completed") != codes[12]
+
+
+def test_the_exports_carry_the_code_a_participant_was_shown(client, researcher_client):
+    study = make_study(votes_per_annotator_per_ballot=1, participant_codes=True)
+    voter = join(client, study, participant=PROLIFIC_PID)
+    client.post(vote_url(study), {"assignment": _assignment(client, study), "choice": "left"})
+    shown_to_voter = page(client.get(vote_url(study))).text["personal-code"]
+
+    rows = list(csv.DictReader(io.StringIO(download(researcher_client, "scoring:export-votes-csv", study))))
+    dataset = json.loads(download(researcher_client, "scoring:export-dataset-json", study))
+
+    assert [(row["annotator_id"], row["code_completed"]) for row in rows] == [(str(voter.pk), shown_to_voter)]
+    participants = {entry["participant_id"]: entry for entry in dataset["study"]["participants"]}
+    assert participants[PROLIFIC_PID]["code_completed"] == shown_to_voter
+    no_work = participant_code(study=study, annotator_id=voter.pk, outcome=Outcome.NO_WORK)
+    assert participants[PROLIFIC_PID]["code_no_work"] == no_work
+
+
+def download(client, name: str, study: Study) -> str:
+    response = client.get(reverse(name, args=[study.slug]))
+    assert response.status_code == 200
+    return b"".join(response.streaming_content).decode()
+
+
+# --- platform parameters -------------------------------------------------------------------------------
+
+
+def test_a_prolific_link_records_the_participant_study_and_session(client):
+    study = make_study()
+    link = {"PROLIFIC_PID": PROLIFIC_PID, "STUDY_ID": "64a1b2c3d4e5f60718293a4b", "SESSION_ID": "sess-1"}
+
+    entry = page(client.get(entry_url(study), link))
+    hidden = {name: value for name, value in link.items() if name != "PROLIFIC_PID"}
+    client.post(entry_url(study), {"consent": "yes", "participant": PROLIFIC_PID, **hidden})
+
+    annotator = Annotator.objects.get(study=study)
+    assert (annotator.participant_id, annotator.prolific_study_id, annotator.prolific_session_id) == (
+        PROLIFIC_PID,
+        "64a1b2c3d4e5f60718293a4b",
+        "sess-1",
+    )
+    assert annotator.consented_at is not None
+    assert "consent" in entry.attributes
+
+
+def test_an_mturk_link_records_the_worker_hit_assignment_and_submit_address(client):
+    study = make_study()
+    link = {
+        "workerId": "A1B2C3D4E5F6G7",
+        "hitId": "3HIT",
+        "assignmentId": "3ASSIGN",
+        "turkSubmitTo": MTURK_SUBMIT,
+    }
+
+    html = client.get(entry_url(study), link).content.decode()
+    form = {name: value for name, value in re.findall(r'type="hidden" name="(\w+)" value="([^"]*)"', html)}
+    client.post(entry_url(study), {**form, "consent": "yes"})
+
+    annotator = Annotator.objects.get(study=study)
+    assert (
+        annotator.participant_id,
+        annotator.mturk_hit_id,
+        annotator.mturk_assignment_id,
+        annotator.mturk_submit_to,
+    ) == ("A1B2C3D4E5F6G7", "3HIT", "3ASSIGN", MTURK_SUBMIT)
+    assert annotator.consented_at is not None
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value", "says"),
+    [
+        ("STUDY_ID", "abc\x00def", "its STUDY_ID holds control characters"),
+        ("SESSION_ID", "s" * 129, "its SESSION_ID is 129 characters long"),
+        ("turkSubmitTo", "http://www.mturk.com", "its turkSubmitTo is not an https address"),
+        ("turkSubmitTo", "javascript:alert(1)", "its turkSubmitTo is not an https address"),
+    ],
+)
+def test_a_malformed_platform_parameter_is_refused_and_records_nothing(client, parameter, value, says):
+    study = make_study()
+
+    shown_get = client.get(entry_url(study), {"PROLIFIC_PID": PROLIFIC_PID, parameter: value})
+    posted = client.post(entry_url(study), {"consent": "yes", "participant": PROLIFIC_PID, parameter: value})
+
+    assert (shown_get.status_code, posted.status_code) == (400, 400)
+    assert says in page(shown_get).text["link-error"]
+    assert not Annotator.objects.filter(study=study).exists()
+
+
+def test_a_signed_link_with_prolific_parameters_still_works(client):
+    study = make_study(require_signed_links=True)
+    link = participant_link("/s/x/", study.participant_secret, PROLIFIC_PID)
+    signature = link.rsplit("sig=", 1)[1]
+
+    shown = client.get(entry_url(study), {"PROLIFIC_PID": PROLIFIC_PID, "sig": signature, "STUDY_ID": "S1"})
+    forged = client.get(
+        entry_url(study), {"PROLIFIC_PID": "someone-else", "sig": signature, "STUDY_ID": "S1"}
+    )
+
+    assert (shown.status_code, forged.status_code) == (200, 403)
+    assert Annotator.objects.get(study=study).prolific_study_id == "S1"
+
+
+# --- the consent page's promise ---------------------------------------------------------------------
+
+
+def test_the_consent_page_states_comparisons_minutes_and_pay_from_the_plan_and_the_estimate(client):
+    # 15 items, n_b = 3, α = 0.5, M = 4: ballots of 30, 16 and 8 comparisons. A cap of 10 per ballot:
+    # 10 + 10 + 8 = 28 comparisons; at 6 s each, 168 s: 3 minutes (rounded up); at 9.00 per hour, 0.45.
+    study = make_study(votes_per_annotator_per_ballot=10, seconds_per_comparison=6.0, pay_per_hour=9.0)
+
+    shown = page(client.get(entry_url(study)))
+
+    assert (shown.text["expected-comparisons"], shown.text["expected-minutes"]) == ("28", "3")
+    assert shown.text["expected-pay"] == "0.45 GBP"
+    assert "about 6.0 s per comparison" in shown.text["expectations"]
+
+
+def test_the_consent_page_uses_the_median_of_the_votes_measured(client):
+    # Without a cap: 30 + 16 + 8 = 54 comparisons. Votes of 10, 12 and 20 s: the median 12 s; 648 s is
+    # 10.8 minutes, 11 rounded up; at 12.50 USD per hour, 2.29 USD.
+    study = make_study(pay_per_hour=12.5, pay_currency="USD")
+    vote_until(study, voters=annotators(study, 3), max_votes=3)
+    for vote, milliseconds in zip(Vote.objects.order_by("pk"), (10_000, 20_000, 12_000), strict=True):
+        Vote.objects.filter(pk=vote.pk).update(response_ms=milliseconds)
+
+    shown = page(client.get(entry_url(study)))
+
+    assert (shown.text["expected-comparisons"], shown.text["expected-minutes"]) == ("54", "11")
+    assert shown.text["expected-pay"] == "2.29 USD"
+    assert "a comparison takes 12.0 s for half of the people" in shown.text["expectations"]
+
+
+def test_the_consent_page_states_no_pay_without_a_rate(client):
+    shown = page(client.get(entry_url(make_study())))
+
+    assert ("expected-comparisons" in shown.attributes, "expected-pay" in shown.attributes) == (True, False)
+
+
+# --- permissions ----------------------------------------------------------------------------------------
+
+
+def test_another_studys_participant_sees_no_code_of_this_study(client):
+    mine = make_study(votes_per_annotator_per_ballot=1, participant_codes=True)
+    theirs = make_study(participant_codes=True)
+    vote_until(theirs, voters=annotators(theirs, 5))
+    join(client, mine, participant="p1")
+    client.post(vote_url(mine), {"assignment": _assignment(client, mine), "choice": "left"})
+    assert page(client.get(vote_url(mine))).text["completion-code"] == mine.completion_code
+
+    voting = client.get(vote_url(theirs))
+    entry = page(client.get(entry_url(theirs)))
+
+    assert (voting.status_code, voting["Location"]) == (302, entry_url(theirs))
+    assert ("completion-code" in entry.attributes, "personal-code" in entry.attributes) == (False, False)
+
+
+# --- the settings' bounds ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"max_wait_seconds": 29}, limits.WAIT_MESSAGE),
+        ({"max_wait_seconds": limits.MAX_WAIT_SECONDS + 1}, limits.WAIT_MESSAGE),
+        ({"pay_per_hour": 0}, limits.PAY_MESSAGE),
+        ({"pay_per_hour": limits.MAX_PAY_PER_HOUR + 1}, limits.PAY_MESSAGE),
+    ],
+)
+def test_the_api_refuses_a_wait_or_pay_out_of_bounds_and_says_why(researcher_client, values, message):
+    response = researcher_client.post(
+        "/api/studies/", {"name": "Pilot", "slug": "pilot", **values}, content_type="application/json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == [f"{next(iter(values))}: {message}"]
+    assert not Study.objects.filter(slug="pilot").exists()
+
+
+@pytest.mark.parametrize("values", [{"max_wait_seconds": 0}, {"pay_per_hour": -1.0}])
+def test_the_database_refuses_a_wait_or_pay_out_of_bounds(values):
+    study = make_study(start=False)
+    Study.objects.filter(pk=study.pk).update(max_wait_seconds=30, pay_per_hour=None)  # within the bounds
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Study.objects.filter(pk=study.pk).update(**values)
+
+
+def test_a_duplicate_keeps_the_crowd_settings_but_gets_codes_of_its_own():
+    study = make_study(max_wait_seconds=90, participant_codes=True, pay_per_hour=8.5, pay_currency="EUR")
+
+    copy = study_duplicate(study=study)
+
+    assert (copy.max_wait_seconds, copy.participant_codes, copy.pay_per_hour, copy.pay_currency) == (
+        90,
+        True,
+        8.5,
+        "EUR",
+    )
+    assert (copy.no_work_code != study.no_work_code, copy.participant_secret != study.participant_secret) == (
+        True,
+        True,
+    )
