@@ -23,6 +23,8 @@ MAX_SECONDS_PER_COMPARISON = 3_600
 MAX_LEASE_SECONDS = 24 * 60 * 60
 MAX_BALLOT_DEADLINE_HOURS = 24 * 365
 MAX_SEED = 2**62
+# The response time under which an answer counts as fast: a minute is far above any careful judgement.
+MAX_QUALITY_FAST_MS = 60_000
 
 # What a refusal says: the limit and why.
 BALLOTS_MESSAGE = (
@@ -42,3 +44,14 @@ LEASE_MESSAGE = (
 )
 DEADLINE_MESSAGE = "ballot_deadline_hours must be at most 8760 (a year)."
 SEED_MESSAGE = f"seed must be a whole number from 0 to {MAX_SEED:,}."
+QUALITY_FAST_MS_MESSAGE = (
+    f"quality_fast_ms must be a whole number of milliseconds from 1 to {MAX_QUALITY_FAST_MS:,} (a minute); "
+    "1000 counts an answer given in under a second as fast."
+)
+QUALITY_SHARE_MESSAGE = (
+    "{name} is a share from 0 to 1 (0.6: six in ten); leave it blank to turn the check off."
+)
+QUALITY_ALPHA_MESSAGE = (
+    "quality_position_alpha is a significance level strictly between 0 and 1 (0.05 is usual); leave it "
+    "blank to turn the position-bias check off."
+)
