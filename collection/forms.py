@@ -8,6 +8,7 @@ from django import forms
 from django.db import models
 from django.utils.html import escape
 
+from collection import limits
 from collection.models import Study
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import STUDY_SETTINGS, study_setting_problems
@@ -74,6 +75,12 @@ class StudyAdminForm(forms.ModelForm):
                 "The minimum coverage is a share of the items, from 0 to 1: 0.5 refuses models that score "
                 "fewer than half of them."
             )
+        return value
+
+    def clean_quality_position_alpha(self):
+        value = self.cleaned_data["quality_position_alpha"]
+        if value is not None and not 0 < value < 1:
+            raise forms.ValidationError(limits.QUALITY_ALPHA_MESSAGE)
         return value
 
     def clean_keep_fraction(self):

@@ -30,6 +30,9 @@ MAX_WAIT_SECONDS = 24 * 60 * 60
 # The pay rate for the consent page's estimate, a currency amount per hour.
 MAX_PAY_PER_HOUR = 10_000
 
+# The response time under which an answer counts as fast: a minute is far above any careful judgement.
+MAX_QUALITY_FAST_MS = 60_000
+
 # What a refusal says: the limit and why.
 BALLOTS_MESSAGE = (
     f"ballot_count n_b must be at most {MAX_BALLOTS} (§2.7 suggests n_b ≲ 10; every ballot pauses the "
@@ -54,4 +57,15 @@ WAIT_MESSAGE = (
 )
 PAY_MESSAGE = (
     f"pay_per_hour must be more than 0 and at most {MAX_PAY_PER_HOUR:,} (a currency amount per hour)."
+)
+QUALITY_FAST_MS_MESSAGE = (
+    f"quality_fast_ms must be a whole number of milliseconds from 1 to {MAX_QUALITY_FAST_MS:,} (a minute); "
+    "1000 counts an answer given in under a second as fast."
+)
+QUALITY_SHARE_MESSAGE = (
+    "{name} is a share from 0 to 1 (0.6: six in ten); leave it blank to turn the check off."
+)
+QUALITY_ALPHA_MESSAGE = (
+    "quality_position_alpha is a significance level strictly between 0 and 1 (0.05 is usual); leave it "
+    "blank to turn the position-bias check off."
 )

@@ -33,6 +33,15 @@ def _new_participant_secret() -> str:
     return secrets.token_hex(32)
 
 
+def _share_validators(name: str) -> list:
+    message = limits.QUALITY_SHARE_MESSAGE.format(name=name)
+    return [MinValueValidator(0, message=message), MaxValueValidator(1, message=message)]
+
+
+def _share_or_blank(name: str) -> Q:
+    return Q(**{f"{name}__isnull": True}) | (Q(**{f"{name}__gte": 0}) & Q(**{f"{name}__lte": 1}))
+
+
 class Study(models.Model):
     """One data-collection campaign: question, pools, plan, ballots, votes and results."""
 
@@ -184,6 +193,53 @@ class Study(models.Model):
         help_text="K of the retrieval measures: the human top-K items count as relevant. "
         "Blank: a tenth of the items, at most 100.",
     )
+    # Quality control: the thresholds past which the results page flags an annotator (blank: no check).
+    # They judge the votes, not how they were collected, so they may change at any time.
+    quality_fast_ms = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=1000,
+        validators=[
+            MinValueValidator(1, message=limits.QUALITY_FAST_MS_MESSAGE),
+            MaxValueValidator(limits.MAX_QUALITY_FAST_MS, message=limits.QUALITY_FAST_MS_MESSAGE),
+        ],
+        help_text="An answer given in fewer milliseconds than this is fast (reading two pairs of words "
+        "and choosing takes seconds; the cost estimate assumes 6 s). Blank: no speed check.",
+    )
+    quality_max_fast_share = models.FloatField(
+        null=True,
+        blank=True,
+        default=0.25,
+        validators=_share_validators("quality_max_fast_share"),
+        help_text="Flag an annotator whose share of fast answers is above this (0 to 1). Blank: no flag.",
+    )
+    quality_position_alpha = models.FloatField(
+        null=True,
+        blank=True,
+        default=0.05,
+        validators=[
+            MinValueValidator(0, message=limits.QUALITY_ALPHA_MESSAGE),
+            MaxValueValidator(1, message=limits.QUALITY_ALPHA_MESSAGE),
+        ],
+        help_text="Flag an annotator whose left-choice rate differs from 50% at this significance level "
+        "(exact binomial test, Holm-corrected across the annotators). Blank: no flag.",
+    )
+    quality_min_majority_agreement = models.FloatField(
+        null=True,
+        blank=True,
+        default=0.6,
+        validators=_share_validators("quality_min_majority_agreement"),
+        help_text="Flag an annotator who agrees with the others' majority less often than this (0 to 1; "
+        "a random clicker agrees about half the time without ties). Blank: no flag.",
+    )
+    quality_min_self_agreement = models.FloatField(
+        null=True,
+        blank=True,
+        default=None,
+        validators=_share_validators("quality_min_self_agreement"),
+        help_text="Flag an annotator who judges the pairs they saw more than once the same way less often "
+        "than this (0 to 1). The ballots never show an annotator a pair twice today. Blank: no flag.",
+    )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -279,6 +335,30 @@ class Study(models.Model):
                 | Q(pay_per_hour__gt=0) & Q(pay_per_hour__lte=limits.MAX_PAY_PER_HOUR),
                 name="study_pay_bounded",
                 violation_error_message=limits.PAY_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(quality_fast_ms__isnull=True)
+                | (Q(quality_fast_ms__gte=1) & Q(quality_fast_ms__lte=limits.MAX_QUALITY_FAST_MS)),
+                name="study_quality_fast_ms_bounded",
+                violation_error_message=limits.QUALITY_FAST_MS_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(quality_position_alpha__isnull=True)
+                | (Q(quality_position_alpha__gt=0) & Q(quality_position_alpha__lt=1)),
+                name="study_quality_alpha_in_0_1",
+                violation_error_message=limits.QUALITY_ALPHA_MESSAGE,
+            ),
+            *(
+                models.CheckConstraint(
+                    condition=_share_or_blank(name),
+                    name=f"study_{name}_in_0_1",
+                    violation_error_message=limits.QUALITY_SHARE_MESSAGE.format(name=name),
+                )
+                for name in (
+                    "quality_max_fast_share",
+                    "quality_min_majority_agreement",
+                    "quality_min_self_agreement",
+                )
             ),
         ]
 

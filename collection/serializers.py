@@ -8,11 +8,20 @@ from rest_framework import serializers
 
 from collection import limits
 from collection.models import Item, Study, StudyChange, StudyJob, Token, Vote
+from collection.studies import QUALITY_SETTINGS
 from collection.voting import NextReason
 from common.schema import BoundedFloatField
 from common.serializers import MAX_DATABASE_ID, StrictJSONTypes
 
 # --- studies -------------------------------------------------------------------------------------
+
+
+QUALITY_SHARES = ("quality_max_fast_share", "quality_min_majority_agreement", "quality_min_self_agreement")
+
+
+def _share_messages(name: str) -> dict:
+    message = limits.QUALITY_SHARE_MESSAGE.format(name=name)
+    return {"min_value": message, "max_value": message}
 
 
 class StudyChangeSerializer(serializers.ModelSerializer):
@@ -68,6 +77,14 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
         help_text=Study._meta.get_field("seconds_per_comparison").help_text,
     )
 
+    quality_position_alpha = BoundedFloatField(
+        greater_than=0,
+        less_than=1,
+        required=False,
+        allow_null=True,
+        help_text=Study._meta.get_field("quality_position_alpha").help_text,
+    )
+
     class Meta:
         model = Study
         fields = [
@@ -96,6 +113,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "seed",
             "minimum_coverage",
             "relevant_top_k",
+            *QUALITY_SETTINGS,
             "status",
             "created_by",
             "duplicated_from",
@@ -124,6 +142,13 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "pay_per_hour": {
                 "error_messages": {"min_value": limits.PAY_MESSAGE, "max_value": limits.PAY_MESSAGE}
             },
+            "quality_fast_ms": {
+                "error_messages": {
+                    "min_value": limits.QUALITY_FAST_MS_MESSAGE,
+                    "max_value": limits.QUALITY_FAST_MS_MESSAGE,
+                },
+            },
+            **{name: {"error_messages": _share_messages(name)} for name in QUALITY_SHARES},
             "seed": {"error_messages": {"min_value": limits.SEED_MESSAGE, "max_value": limits.SEED_MESSAGE}},
         }
 
@@ -146,6 +171,11 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             raise serializers.ValidationError(
                 f"minimum_coverage is a share of the items, from 0 to 1 (0.5: half of them), got {value:g}"
             )
+        return value
+
+    def validate_quality_position_alpha(self, value: float | None) -> float | None:
+        if value is not None and not 0 < value < 1:
+            raise serializers.ValidationError(f"{limits.QUALITY_ALPHA_MESSAGE} Got {value:g}.")
         return value
 
 

@@ -122,7 +122,16 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     # How models are evaluated against the ranking, not how the ranking was measured.
     "minimum_coverage": StudySetting("minimum coverage of a submission", _ALWAYS),
     "relevant_top_k": StudySetting("relevant top K", _ALWAYS),
+    # Quality control: thresholds the results page judges the annotators' votes by. They change no vote
+    # and no part of the design, so a researcher may tune them while the study runs and after.
+    "quality_fast_ms": StudySetting("fast answer (ms)", _ALWAYS),
+    "quality_max_fast_share": StudySetting("largest share of fast answers", _ALWAYS),
+    "quality_position_alpha": StudySetting("position-bias significance level α", _ALWAYS),
+    "quality_min_majority_agreement": StudySetting("smallest agreement with the majority", _ALWAYS),
+    "quality_min_self_agreement": StudySetting("smallest self-agreement", _ALWAYS),
 }
+
+QUALITY_SETTINGS = tuple(name for name in STUDY_SETTINGS if name.startswith("quality_"))
 
 
 PLAN_SETTINGS = (
@@ -349,6 +358,7 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         item_source=study.item_source,
         minimum_coverage=study.minimum_coverage,
         relevant_top_k=study.relevant_top_k,
+        **{name: getattr(study, name) for name in QUALITY_SETTINGS},
         created_by=user,
         duplicated_from=study,
     )

@@ -59,6 +59,7 @@ EXPORTS = (
     ("scoring:export-dataset-csv", "Dataset (CSV)"),
     ("scoring:export-dataset-json", "Dataset (JSON)"),
     ("scoring:export-votes-csv", "Votes (CSV)"),
+    ("scoring:export-annotators-csv", "Annotators (CSV)"),
 )
 
 

@@ -1,4 +1,5 @@
-"""Selectors of the exports: every vote as CSV rows, and the study part of the JSON dataset.
+"""Selectors of the exports: every vote and every annotator as CSV rows, and the study part of the JSON
+dataset.
 
 The dataset itself is ``scoring.selectors.study_dataset``.
 """
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 from collection.crowd import OUTCOMES, PLATFORM_PARAMETERS, participant_code
 from collection.models import Annotator, Item, Study, Vote
-from scoring.selectors import study_overview
+from scoring.selectors import annotator_figures, study_overview
 
 # The annotator's crowd platform parameters and, with the study's participant_codes, their own codes.
 CROWD_COLUMNS = (*PLATFORM_PARAMETERS.values(), *(f"code_{outcome}" for outcome in OUTCOMES))
@@ -102,6 +103,59 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
             client,
             created.isoformat(),
             *crowd[annotator_id][1],
+        ]
+
+
+ANNOTATOR_CSV_COLUMNS = (
+    "annotator_id",
+    "annotator",
+    "votes",
+    "median_response_ms",
+    "fast_share",
+    "left_choice_rate",
+    "left_p_value",
+    "left_p_holm",
+    "tie_rate",
+    "majority_agreement",
+    "majority_compared",
+    "ranking_agreement",
+    "ranking_compared",
+    "self_agreement",
+    "self_compared",
+    "self_repeated_pairs",
+    "flags",
+    "flag_reasons",
+)
+
+
+def study_annotator_rows(*, study: Study) -> Iterator[list]:
+    """Every annotator who voted, most votes first, one list of cells per ``ANNOTATOR_CSV_COLUMNS``.
+
+    The figures and flags of the results page (``annotator_figures``); ``flags`` holds the codes of
+    the flags raised, separated by ``;``, and ``flag_reasons`` the reason of each, in the same order.
+    """
+    figures = annotator_figures(study=study)
+    for position in figures.order():
+        row = figures.row(int(position))
+        yield [
+            row.annotator_id,
+            row.label,
+            row.votes,
+            row.median_response_ms,
+            row.fast_share,
+            row.left_choice_rate,
+            row.left_p_value,
+            row.left_p_holm,
+            row.tie_rate,
+            row.majority_agreement,
+            row.majority_compared,
+            row.ranking_agreement,
+            row.ranking_compared,
+            row.self_agreement,
+            row.self_compared,
+            row.self_repeated_pairs,
+            ";".join(row.flag_codes),
+            "; ".join(flag.reason for flag in row.flags),
         ]
 
 

@@ -19,6 +19,7 @@ from collection.selectors import study_progress
 from collection.studies import study_plan
 from common.errors import ServiceError
 from common.numbers import finite_or_none
+from scoring import quality
 from scoring.agreement import majority_agreement, median_by_group, share
 from scoring.borda import final_order
 
@@ -288,6 +289,21 @@ def scores_by_rank(*, study: Study, dataset: StudyDataset | None = None) -> Scor
 
 _LOW, _HIGH, _TIE = 0, 1, 2  # a vote's outcome on its pair: the lower-index item, the higher, a tie
 
+# The quality-control flags, in the order the page shows them: code → what the flag says.
+QUALITY_FLAGS = {
+    "fast": "too many fast answers",
+    "position": "position bias",
+    "majority": "disagrees with the majority",
+    "self": "disagrees with themselves",
+}
+
+
+@dataclass(frozen=True)
+class QualityFlag:
+    code: str  # a key of QUALITY_FLAGS
+    label: str
+    reason: str  # the figure and the threshold it crosses, in words
+
 
 @dataclass(frozen=True)
 class AnnotatorStats:
@@ -303,6 +319,14 @@ class AnnotatorStats:
     majority_compared: int  # votes on pairs where the other annotators have a strict majority
     ranking_agreement: float | None  # share of compared non-tie votes choosing the better final ȳ
     ranking_compared: int  # non-tie votes between items of different final ȳ (finished studies)
+    fast_share: float | None = None  # share of the votes faster than the study's quality_fast_ms
+    left_p_value: float | None = None  # exact two-sided binomial test of the left choices against 1/2
+    left_p_holm: float | None = None  # … Holm-adjusted across the annotators with enough non-tie votes
+    self_agreement: float | None = None  # agreeing pairs of judgements on pairs judged more than once
+    self_compared: int = 0  # pairs of judgements on those pairs
+    self_repeated_pairs: int = 0  # pairs of items the annotator judged more than once
+    flags: tuple[QualityFlag, ...] = ()
+    check_accuracy: float | None = None  # accuracy on gold and instructed-response checks, once they exist
 
     @property
     def left_choice_percent(self) -> float | None:
@@ -320,51 +344,259 @@ class AnnotatorStats:
     def ranking_agreement_percent(self) -> float | None:
         return None if self.ranking_agreement is None else 100.0 * self.ranking_agreement
 
+    @property
+    def fast_percent(self) -> float | None:
+        return None if self.fast_share is None else 100.0 * self.fast_share
 
-def annotator_stats(*, study: Study) -> list[AnnotatorStats]:
-    """Every annotator who voted in the study, most votes first, with their figures.
+    @property
+    def self_agreement_percent(self) -> float | None:
+        return None if self.self_agreement is None else 100.0 * self.self_agreement
 
-    * median response time of ``Vote.response_ms``;
-    * left-choice rate: left choices / non-tie votes, a check of position bias (0.5 without one);
+    @property
+    def left_p_text(self) -> str | None:
+        return None if self.left_p_value is None else f"{self.left_p_value:.2g}"
+
+    @property
+    def left_p_holm_text(self) -> str | None:
+        return None if self.left_p_holm is None else f"{self.left_p_holm:.2g}"
+
+    @property
+    def flag_codes(self) -> tuple[str, ...]:
+        return tuple(flag.code for flag in self.flags)
+
+
+@dataclass(frozen=True)
+class QualityThresholds:
+    """The study's quality-control settings; None turns a check off."""
+
+    fast_ms: int | None
+    max_fast_share: float | None
+    position_alpha: float | None
+    min_majority_agreement: float | None
+    min_self_agreement: float | None
+    min_observations: int = quality.MIN_OBSERVATIONS  # fewer behind a figure: not judged by its check
+
+    @classmethod
+    def of(cls, study: Study) -> QualityThresholds:
+        return cls(
+            fast_ms=study.quality_fast_ms,
+            max_fast_share=study.quality_max_fast_share,
+            position_alpha=study.quality_position_alpha,
+            min_majority_agreement=study.quality_min_majority_agreement,
+            min_self_agreement=study.quality_min_self_agreement,
+        )
+
+
+# The columns the annotator table sorts by: a name for the URL and the figure it sorts on.
+ANNOTATOR_SORTS = (
+    "annotator",
+    "votes",
+    "median_response",
+    "fast",
+    "left",
+    "left_p",
+    "ties",
+    "majority",
+    "ranking",
+    "self",
+    "flags",
+)
+
+
+@dataclass(frozen=True)
+class AnnotatorFigures:
+    """Every annotator who voted in a study, as parallel arrays (one entry per annotator, by id), with
+    the thresholds they were judged by and the flags they raise (one column per ``QUALITY_FLAGS``).
+
+    ``rows(positions)`` turns only the annotators shown into ``AnnotatorStats``, so a table of
+    thousands of annotators is sorted, filtered and paged on arrays.
+    """
+
+    thresholds: QualityThresholds
+    annotator_id: np.ndarray
+    label: list[str]
+    votes: np.ndarray
+    decided: np.ndarray  # non-tie votes
+    left: np.ndarray  # left choices
+    median_ms: np.ndarray
+    tie_rate: np.ndarray
+    fast_share: np.ndarray  # NaN without a fast threshold
+    left_rate: np.ndarray
+    left_p: np.ndarray
+    left_p_holm: np.ndarray  # NaN for annotators too few non-tie votes to be tested
+    majority: np.ndarray
+    majority_compared: np.ndarray
+    ranking: np.ndarray
+    ranking_compared: np.ndarray
+    self_agreement: np.ndarray
+    self_compared: np.ndarray
+    self_repeated_pairs: np.ndarray
+    flags: np.ndarray  # bool, (annotators, len(QUALITY_FLAGS))
+
+    def __len__(self) -> int:
+        return self.annotator_id.size
+
+    @property
+    def flagged(self) -> np.ndarray:
+        return self.flags.any(axis=1)
+
+    def flag_counts(self) -> dict[str, int]:
+        """How many annotators raise each flag, in the order of ``QUALITY_FLAGS``."""
+        return dict(zip(QUALITY_FLAGS, self.flags.sum(axis=0).tolist(), strict=True))
+
+    def _sort_key(self, sort: str) -> np.ndarray:
+        if sort == "annotator":
+            return np.unique(np.asarray(self.label, dtype=str), return_inverse=True)[1].astype(np.float64)
+        return {
+            "votes": self.votes,
+            "median_response": self.median_ms,
+            "fast": self.fast_share,
+            "left": self.left_rate,
+            "left_p": self.left_p,
+            "ties": self.tie_rate,
+            "majority": self.majority,
+            "ranking": self.ranking,
+            "self": self.self_agreement,
+            "flags": self.flags.sum(axis=1),
+        }[sort].astype(np.float64)
+
+    def order(self, *, sort: str = "votes", descending: bool = True, flag: str | None = None) -> np.ndarray:
+        """Positions of the annotators by ``sort`` (one of ``ANNOTATOR_SORTS``), undefined values last,
+        ties by id; only those raising ``flag`` (a code of ``QUALITY_FLAGS``, or ``"any"``) if given."""
+        key = self._sort_key(sort)
+        undefined = ~np.isfinite(key)
+        signed = np.where(undefined, 0.0, -key if descending else key)
+        order = np.lexsort((self.annotator_id, signed, undefined))
+        if flag == "any":
+            return order[self.flagged[order]]
+        if flag is not None:
+            column = list(QUALITY_FLAGS).index(flag)
+            return order[self.flags[order, column]]
+        return order
+
+    def rows(self, positions) -> list[AnnotatorStats]:
+        return [self.row(int(position)) for position in positions]
+
+    def row(self, position: int) -> AnnotatorStats:
+        def value(array: np.ndarray) -> float | None:
+            return finite_or_none(array[position])
+
+        return AnnotatorStats(
+            annotator_id=int(self.annotator_id[position]),
+            label=self.label[position],
+            votes=int(self.votes[position]),
+            median_response_ms=value(self.median_ms),
+            left_choice_rate=value(self.left_rate),
+            tie_rate=value(self.tie_rate),
+            majority_agreement=value(self.majority),
+            majority_compared=int(self.majority_compared[position]),
+            ranking_agreement=value(self.ranking),
+            ranking_compared=int(self.ranking_compared[position]),
+            fast_share=value(self.fast_share),
+            left_p_value=value(self.left_p),
+            left_p_holm=value(self.left_p_holm),
+            self_agreement=value(self.self_agreement),
+            self_compared=int(self.self_compared[position]),
+            self_repeated_pairs=int(self.self_repeated_pairs[position]),
+            flags=self._flags_of(position),
+        )
+
+    def _flags_of(self, position: int) -> tuple[QualityFlag, ...]:
+        limits = self.thresholds
+        reasons = {
+            "fast": lambda: (
+                f"{100 * self.fast_share[position]:.0f}% of {self.votes[position]} answers faster than "
+                f"{limits.fast_ms:,} ms (at most {100 * (limits.max_fast_share or 0):.0f}% allowed)"
+            ),
+            "position": lambda: (
+                f"left chosen in {self.left[position]} of {self.decided[position]} non-tie votes: "
+                f"p = {self.left_p_holm[position]:.2g} after Holm's correction over "
+                f"{int(np.isfinite(self.left_p_holm).sum())} annotators (α = {limits.position_alpha:g})"
+            ),
+            "majority": lambda: (
+                f"agrees with the others' majority on {100 * self.majority[position]:.0f}% of "
+                f"{self.majority_compared[position]} votes (at least "
+                f"{100 * (limits.min_majority_agreement or 0):.0f}% asked)"
+            ),
+            "self": lambda: (
+                f"judges {self.self_repeated_pairs[position]} repeated pairs the same way in "
+                f"{100 * self.self_agreement[position]:.0f}% of "
+                f"{self.self_compared[position]} pairs of judgements (at least "
+                f"{100 * (limits.min_self_agreement or 0):.0f}% asked)"
+            ),
+        }
+        return tuple(
+            QualityFlag(code=code, label=label, reason=reasons[code]())
+            for column, (code, label) in enumerate(QUALITY_FLAGS.items())
+            if self.flags[position, column]
+        )
+
+
+def annotator_figures(*, study: Study) -> AnnotatorFigures:
+    """Every annotator who voted in the study with their figures and quality flags, as arrays.
+
+    * median response time of ``Vote.response_ms``, and the share of votes faster than the study's
+      ``quality_fast_ms``;
+    * left-choice rate: left choices / non-tie votes, a check of position bias (0.5 without one), with
+      the exact two-sided binomial p-value against 1/2 (``scoring.quality.binomial_two_sided_p``),
+      Holm-adjusted across the annotators with enough non-tie votes to be tested;
     * tie rate: ties / votes;
     * agreement with the majority: for each vote on a pair of items that other annotators also judged,
       the outcome (this item, that item, or a tie: sides are compared as items, since left and right
       differ between comparisons of one pair) is compared with the strict majority of the OTHER votes
-      on that pair; pairs where the others are split evenly have no majority and are not compared.
-      None when no vote could be compared;
+      on that pair; pairs where the others are split evenly have no majority and are not compared;
     * agreement with the final ranking (finished studies): of the non-tie votes between items of
-      different final ȳ, the share choosing the item with the higher ȳ; None while running.
+      different final ȳ, the share choosing the item with the higher ȳ; NaN while running;
+    * self-agreement on the pairs of items the annotator judged more than once
+      (``scoring.quality.self_agreement``); NaN when they judged no pair twice, as the ballots do today.
+
+    A flag is raised where a figure crosses the study's threshold, and only for an annotator with at
+    least ``scoring.quality.MIN_OBSERVATIONS`` observations behind the figure (votes, non-tie votes,
+    compared votes, pairs of judgements).
     """
-    annotators = {
+    thresholds = QualityThresholds.of(study)
+    labels = {
         annotator.pk: str(annotator)
         for annotator in Annotator.objects.filter(study=study).select_related("user").order_by("pk")
     }
     votes = arrays.study_votes(study_id=study.pk)
-    if not len(votes):
-        return []
-    ids = np.asarray(sorted(annotators), dtype=np.int64)
-    who = np.searchsorted(ids, votes.annotator)
+    ids = np.unique(votes.annotator)  # those who voted, by id
     people = ids.size
+    who = np.searchsorted(ids, votes.annotator)
     left, right, pair_low = votes.left, votes.right, votes.pair_low
     is_left, is_tie = votes.outcome == 1.0, votes.outcome == 0.5
     decided = ~is_tie
 
+    def per_annotator(weights) -> np.ndarray:
+        return np.bincount(who, weights=weights, minlength=people)
+
     counts = np.bincount(who, minlength=people)
+    decided_counts = per_annotator(decided)
+    left_counts = per_annotator(is_left)
     median = median_by_group(who, votes.response_ms, people)
-    left_rate = share(np.bincount(who, weights=is_left, minlength=people), np.bincount(who, decided, people))
-    tie_rate = share(np.bincount(who, weights=is_tie, minlength=people), counts)
+    left_rate = share(left_counts, decided_counts)
+    tie_rate = share(per_annotator(is_tie), counts)
+    fast_share = np.full(people, np.nan)
+    if thresholds.fast_ms is not None:
+        fast_share = share(per_annotator(votes.response_ms < thresholds.fast_ms), counts)
+
+    left_p = quality.binomial_two_sided_p(left_counts, decided_counts)
+    tested = quality.judged(decided_counts)
+    left_p_holm = quality.holm_adjusted(np.where(tested, left_p, np.nan))
 
     chosen = np.where(is_left, left, right)
     outcome = np.where(is_tie, _TIE, np.where(chosen == pair_low, _LOW, _HIGH))
     pair_high = votes.pair_high
-    pair_key = pair_low * (int(pair_high.max()) + 1) + pair_high
+    pair_key = pair_low * (int(pair_high.max(initial=0)) + 1) + pair_high
     agree, compared = majority_agreement(pair_key, outcome)
-    majority_compared = np.bincount(who, weights=compared, minlength=people)
-    majority = share(np.bincount(who, weights=agree & compared, minlength=people), majority_compared)
+    majority_compared = per_annotator(compared)
+    majority = share(per_annotator(agree & compared), majority_compared)
+    self_agreeing, self_compared, self_repeated = quality.self_agreement(who, pair_key, outcome, people)
+    self_share = share(self_agreeing, self_compared)
 
     ranking_compared = np.zeros(people)
     ranking = np.full(people, np.nan)
-    if study.status == Study.Status.FINISHED:
+    if study.status == Study.Status.FINISHED and len(votes):
         score_by_index, _, _ = arrays.final_scores(study_id=study.pk, item_count=study.items.count())
         other = np.where(is_left, right, left)
         chosen_score, other_score = score_by_index[chosen], score_by_index[other]
@@ -372,23 +604,59 @@ def annotator_stats(*, study: Study) -> list[AnnotatorStats]:
             comparable = decided & np.isfinite(chosen_score) & np.isfinite(other_score)
             comparable &= chosen_score != other_score
             better = comparable & (chosen_score > other_score)
-        ranking_compared = np.bincount(who, weights=comparable, minlength=people)
-        ranking = share(np.bincount(who, weights=better, minlength=people), ranking_compared)
+        ranking_compared = per_annotator(comparable)
+        ranking = share(per_annotator(better), ranking_compared)
 
-    stats = [
-        AnnotatorStats(
-            annotator_id=int(ids[person]),
-            label=annotators[int(ids[person])],
-            votes=int(counts[person]),
-            median_response_ms=finite_or_none(median[person]),
-            left_choice_rate=finite_or_none(left_rate[person]),
-            tie_rate=finite_or_none(tie_rate[person]),
-            majority_agreement=finite_or_none(majority[person]),
-            majority_compared=int(majority_compared[person]),
-            ranking_agreement=finite_or_none(ranking[person]),
-            ranking_compared=int(ranking_compared[person]),
-        )
-        for person in np.flatnonzero(counts)
-    ]
-    stats.sort(key=lambda row: (-row.votes, row.annotator_id))
-    return stats
+    def crosses(threshold, judged: np.ndarray, crossed) -> np.ndarray:
+        if threshold is None:
+            return np.zeros(people, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return judged & crossed(threshold)
+
+    flags = np.column_stack(
+        [
+            crosses(
+                thresholds.max_fast_share if thresholds.fast_ms is not None else None,
+                quality.judged(counts),
+                lambda limit: fast_share > limit,
+            ),
+            crosses(thresholds.position_alpha, tested, lambda alpha: left_p_holm <= alpha),
+            crosses(
+                thresholds.min_majority_agreement,
+                quality.judged(majority_compared),
+                lambda limit: majority < limit,
+            ),
+            crosses(
+                thresholds.min_self_agreement, quality.judged(self_compared), lambda limit: self_share < limit
+            ),
+        ]
+    ).reshape(people, len(QUALITY_FLAGS))
+
+    return AnnotatorFigures(
+        thresholds=thresholds,
+        annotator_id=ids,
+        label=[labels[annotator_id] for annotator_id in ids.tolist()],
+        votes=counts,
+        decided=decided_counts.astype(np.int64),
+        left=left_counts.astype(np.int64),
+        median_ms=median,
+        tie_rate=tie_rate,
+        fast_share=fast_share,
+        left_rate=left_rate,
+        left_p=left_p,
+        left_p_holm=left_p_holm,
+        majority=majority,
+        majority_compared=majority_compared.astype(np.int64),
+        ranking=ranking,
+        ranking_compared=ranking_compared.astype(np.int64),
+        self_agreement=self_share,
+        self_compared=self_compared,
+        self_repeated_pairs=self_repeated,
+        flags=flags,
+    )
+
+
+def annotator_stats(*, study: Study) -> list[AnnotatorStats]:
+    """Every annotator who voted in the study, most votes first, with the figures of ``annotator_figures``."""
+    figures = annotator_figures(study=study)
+    return figures.rows(figures.order())

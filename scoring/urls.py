@@ -10,4 +10,5 @@ urlpatterns = [
     path("<slug:slug>/export/dataset.csv", views.export_dataset_csv, name="export-dataset-csv"),
     path("<slug:slug>/export/dataset.json", views.export_dataset_json, name="export-dataset-json"),
     path("<slug:slug>/export/votes.csv", views.export_votes_csv, name="export-votes-csv"),
+    path("<slug:slug>/export/annotators.csv", views.export_annotators_csv, name="export-annotators-csv"),
 ]

@@ -10,17 +10,50 @@ import json
 from collections.abc import Iterator
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import StreamingHttpResponse
+from django.core.paginator import Paginator
+from django.http import QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
 from collection.models import Ballot, Study
 from common.csvexport import csv_download
-from scoring.exports import VOTE_COLUMNS, study_export_header, study_vote_rows
+from scoring.exports import (
+    ANNOTATOR_CSV_COLUMNS,
+    VOTE_COLUMNS,
+    study_annotator_rows,
+    study_export_header,
+    study_vote_rows,
+)
 from scoring.plots import rescaling_svg, scores_by_rank_svg
-from scoring.selectors import annotator_stats, ballot_rescaling, scores_by_rank, study_dataset, study_overview
+from scoring.selectors import (
+    ANNOTATOR_SORTS,
+    QUALITY_FLAGS,
+    AnnotatorFigures,
+    annotator_figures,
+    ballot_rescaling,
+    scores_by_rank,
+    study_dataset,
+    study_overview,
+)
 
 RANKING_TOP = 50
+ANNOTATORS_PER_PAGE = 50
+# The annotator table's columns: (sort name, heading, numeric). The first click sorts a name A to Z
+# and a figure from the largest down; the next click reverses.
+ANNOTATOR_COLUMNS = (
+    ("annotator", "Annotator", False),
+    ("votes", "Votes", True),
+    ("median_response", "Median response", True),
+    ("fast", "Fast answers", True),
+    ("left", "Left choices", True),
+    ("left_p", "Position-bias p", True),
+    ("ties", "Ties", True),
+    ("majority", "Agreement with the majority", True),
+    ("ranking", "Agreement with the final ranking", True),
+    ("self", "Self-agreement", True),
+    ("flags", "Flags", False),
+)
+assert tuple(name for name, _, _ in ANNOTATOR_COLUMNS) == ANNOTATOR_SORTS
 
 
 @staff_member_required
@@ -50,7 +83,7 @@ def results(request, slug: str):
                 }
                 for data in rescalings
             ],
-            annotators=annotator_stats(study=study),
+            **_annotator_table(request.GET, annotator_figures(study=study)),
         )
         if dataset.has_scores:
             by_rank = scores_by_rank(study=study, dataset=dataset)
@@ -95,6 +128,78 @@ def export_votes_csv(request, slug: str):
     """The raw votes, one row per vote in the order recorded."""
     study = get_object_or_404(Study, slug=slug)
     return csv_download(f"{study.slug}-votes.csv", VOTE_COLUMNS, study_vote_rows(study=study))
+
+
+@staff_member_required
+def export_annotators_csv(request, slug: str):
+    """One row per annotator who voted: the figures and quality flags of the results page."""
+    study = get_object_or_404(Study, slug=slug)
+    return csv_download(
+        f"{study.slug}-annotators.csv", ANNOTATOR_CSV_COLUMNS, study_annotator_rows(study=study)
+    )
+
+
+def _annotator_table(query: QueryDict, figures: AnnotatorFigures) -> dict:
+    """The annotator table's page: sorted by ``?sort=`` (a column, ``-`` first for descending), filtered by
+    ``?flag=`` (``any`` or a flag's code), paged by ``?page=``; every control a plain link."""
+    sort = query.get("sort", "-votes")
+    name, descending = sort.removeprefix("-"), sort.startswith("-")
+    if name not in ANNOTATOR_SORTS:
+        name, descending = "votes", True
+    flag = query.get("flag")
+    if flag != "any" and flag not in QUALITY_FLAGS:
+        flag = None
+    page = Paginator(
+        figures.order(sort=name, descending=descending, flag=flag), ANNOTATORS_PER_PAGE
+    ).get_page(query.get("page"))
+
+    def link(**changes) -> str:
+        changed = query.copy()
+        for key, value in changes.items():
+            changed.pop(key, None)
+            if value is not None:
+                changed[key] = value
+        return "?" + changed.urlencode() + "#annotators-heading"
+
+    columns = []
+    for column, heading, numeric in ANNOTATOR_COLUMNS:
+        current = column == name
+        # The first click: a name A to Z, a figure largest first; on the current column, the reverse.
+        next_descending = not descending if current else numeric or column == "flags"
+        columns.append(
+            {
+                "heading": heading,
+                "numeric": numeric,
+                "url": link(sort=("-" if next_descending else "") + column, page=None),
+                "aria_sort": ("descending" if descending else "ascending") if current else None,
+            }
+        )
+    counts = figures.flag_counts()
+    flagged = int(figures.flagged.sum())
+    filters = [
+        {"label": "all", "count": len(figures), "url": link(flag=None, page=None), "current": flag is None},
+        {"label": "flagged", "count": flagged, "url": link(flag="any", page=None), "current": flag == "any"},
+    ] + [
+        {"label": label, "count": counts[code], "url": link(flag=code, page=None), "current": flag == code}
+        for code, label in QUALITY_FLAGS.items()
+    ]
+    return {
+        "annotators": figures.rows(page.object_list),
+        "annotator_count": len(figures),
+        "annotators_flagged": flagged,
+        "annotator_thresholds": figures.thresholds,
+        "annotator_columns": columns,
+        "annotator_filters": filters,
+        "annotator_page": page,
+        "annotator_pages": {
+            "first": link(page=None) if page.number > 1 else None,
+            "previous": link(page=str(page.previous_page_number())) if page.has_previous() else None,
+            "next": link(page=str(page.next_page_number())) if page.has_next() else None,
+            "last": link(page=str(page.paginator.num_pages))
+            if page.number < page.paginator.num_pages
+            else None,
+        },
+    }
 
 
 def _admin_url(study: Study) -> str | None:

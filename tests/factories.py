@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from datetime import timedelta
 
 import numpy as np
 from django.db import connection
@@ -76,13 +77,17 @@ def annotators(study: Study, count: int, prefix: str = "p") -> list:
     ]
 
 
-def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None = None, rng=None) -> int:
+def vote_until(
+    study: Study, *, voters: list, choose=None, max_votes: int | None = None, rng=None, respond=None
+) -> int:
     """Round-robin votes by ``voters`` until the study finishes (or ``max_votes``); returns the count.
 
     No annotator judges a pair of items twice, so a small crowd can run out of pairs: with the default
     ``make_study`` plan a pair appears at most 4 times over its ballots, and 5 voters always finish.
 
     ``choose(comparison) -> "left" | "right" | "tie"``; default: the item with the lower index wins.
+    ``respond(annotator) -> milliseconds``: how long after its lease each vote is recorded (its
+    ``response_ms``); default: at once.
     """
     rng = rng or np.random.default_rng(0)
     index_of = dict(study.items.values_list("id", "index"))
@@ -102,11 +107,15 @@ def vote_until(study: Study, *, voters: list, choose=None, max_votes: int | None
             result = comparison_next_for(annotator=annotator)
             if result.assignment is None:
                 continue
+            moment = None
+            if respond is not None:
+                moment = result.assignment.issued_at + timedelta(milliseconds=respond(annotator))
             with committed_callbacks():
                 vote_record(
                     annotator=annotator,
                     assignment_id=result.assignment.pk,
                     choice=choose(result.assignment.comparison),
+                    now=moment,
                 )
             votes += 1
             progressed = True
@@ -161,3 +170,45 @@ def disagreeing_crowd(study: Study, *, seed: int = 0, careless_every: int = 4, b
         return "left" if perceived > 0 else "right"
 
     return choose
+
+
+class QualityCrowd:
+    """A simulated crowd with the bad annotators quality control must find, for ``vote_until``.
+
+    ``kinds`` maps an annotator's id to one of:
+
+    * ``"good"``: sees the items' true order (lower index = more related) through a little noise
+      (0.5 index steps), answers in 2.5 to 9 s;
+    * ``"speeder"``: clicks at random in 0.2 to 0.9 s;
+    * ``"left"`` / ``"right"``: always picks that side, whatever it shows, at a normal speed;
+    * ``"random"``: clicks at random at a normal speed.
+
+    Use ``choose=crowd.choose, respond=crowd.respond``.
+    """
+
+    KINDS = ("good", "speeder", "left", "right", "random")
+
+    def __init__(self, study: Study, kinds: dict[int, str], *, seed: int = 0):
+        assert set(kinds.values()) <= set(self.KINDS)
+        self.kinds = kinds
+        self.rng = np.random.default_rng(seed)
+        self.index_of = dict(study.items.values_list("id", "index"))
+
+    def respond(self, annotator) -> int:
+        if self.kinds[annotator.pk] == "speeder":
+            return int(self.rng.integers(200, 900))
+        return int(self.rng.integers(2500, 9000))
+
+    def choose(self, comparison) -> str:
+        annotator_id = (
+            Assignment.objects.filter(comparison=comparison, status=Assignment.Status.ACTIVE)
+            .values_list("annotator", flat=True)
+            .get()
+        )
+        kind = self.kinds[annotator_id]
+        if kind in ("left", "right"):
+            return kind
+        if kind in ("speeder", "random"):
+            return "left" if self.rng.random() < 0.5 else "right"
+        gap = self.index_of[comparison.right_item_id] - self.index_of[comparison.left_item_id]
+        return "left" if gap + self.rng.normal(0, 0.5) > 0 else "right"

@@ -16,6 +16,7 @@ PURE_MODULES = [
     "scoring/simulation.py",
     "scoring/plots.py",
     "scoring/agreement.py",
+    "scoring/quality.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",

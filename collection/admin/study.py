@@ -16,6 +16,7 @@ from collection.jobs import study_job_done_count
 from collection.models import Ballot, Study, StudyChange
 from collection.selectors import studies_with_progress, study_job_shown, study_pools, study_progress
 from collection.studies import (
+    QUALITY_SETTINGS,
     STUDY_SETTINGS,
     study_create,
     study_deletable,
@@ -109,6 +110,14 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 },
             ),
             ("Evaluation of models", {"fields": ("minimum_coverage", "relevant_top_k")}),
+            (
+                "Quality control",
+                {
+                    "fields": QUALITY_SETTINGS,
+                    "description": "The results page flags an annotator past any of these thresholds; "
+                    "a blank one is off. They may change at any time: they judge the votes, not the design.",
+                },
+            ),
         ]
         if obj is not None:
             fieldsets.append(("Record", {"fields": RECORD_FIELDS}))

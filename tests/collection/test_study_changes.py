@@ -52,6 +52,11 @@ EDITABLE_IN = {
     "pay_currency": UNTIL_FINISHED,
     "minimum_coverage": ALL,
     "relevant_top_k": ALL,
+    "quality_fast_ms": ALL,
+    "quality_max_fast_share": ALL,
+    "quality_position_alpha": ALL,
+    "quality_min_majority_agreement": ALL,
+    "quality_min_self_agreement": ALL,
 }
 # A valid new value of each setting of the admin form and the API, for the study of make_study()
 # (15 items, n_b = 3, α = 0.5, M = 4). A budget replaces M: both change together.
@@ -80,6 +85,11 @@ CHANGES = {
     "pay_currency": {"pay_currency": "USD"},
     "minimum_coverage": {"minimum_coverage": 0.8},
     "relevant_top_k": {"relevant_top_k": 5},
+    "quality_fast_ms": {"quality_fast_ms": 1500},
+    "quality_max_fast_share": {"quality_max_fast_share": 0.1},
+    "quality_position_alpha": {"quality_position_alpha": 0.01},
+    "quality_min_majority_agreement": {"quality_min_majority_agreement": None},
+    "quality_min_self_agreement": {"quality_min_self_agreement": 0.75},
 }
 
 
