@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from common.numbers import finite_or_none
+from common.numbers import counted, finite_or_none
 from metrics.correlation import (
     first_rank_weight,
     kendall,
@@ -152,7 +152,9 @@ def evaluate(
     covered = np.isfinite(model_score) & np.isfinite(human_score)
     count = int(covered.sum())
     if count < 2:
-        raise ValueError(f"only {count} item(s) have both a model and a human score; at least two are needed")
+        raise ValueError(
+            f"only {counted(count, 'item')} {'has' if count == 1 else 'have'} both a model and a human score; at least two are needed"
+        )
     model_ranks = ranks_from_scores(model_score[covered])
     human_ranks = ranks_from_scores(human_score[covered])
     k = min(top_k, count)

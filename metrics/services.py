@@ -23,7 +23,7 @@ from django.utils import timezone
 from collection.models import Study
 from common.csvexport import unescape_cell
 from common.errors import ServiceError, StudyStateError, reported_errors
-from common.numbers import finite_or_none
+from common.numbers import counted, finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_result
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
@@ -154,7 +154,8 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
         scores[index] = value
     if errors:
         raise ServiceError(
-            f"the submission has {len(errors)} problem(s); nothing was stored", errors=reported_errors(errors)
+            f"the submission has {counted(len(errors), 'problem')}; nothing was stored",
+            errors=reported_errors(errors),
         )
     return scores
 

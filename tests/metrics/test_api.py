@@ -281,7 +281,7 @@ def test_an_unknown_item_is_refused_by_row(study, owner):
     assert_refused(
         response,
         400,
-        "the submission has 1 problem(s); nothing was stored",
+        "the submission has 1 problem; nothing was stored",
         [f"scores[3]: item 999999 is not an item of study '{study.slug}'"],
     )
 
@@ -292,7 +292,7 @@ def test_an_unknown_token_pair_is_refused_by_row(study, owner):
     assert_refused(
         response,
         400,
-        "the submission has 1 problem(s); nothing was stored",
+        "the submission has 1 problem; nothing was stored",
         [f"line 3: the pair 'no' – 'such' is not an item of study '{study.slug}'"],
     )
 
@@ -306,7 +306,7 @@ def test_a_duplicate_item_is_refused_with_both_rows(study, owner):
     assert_refused(
         response,
         400,
-        "the submission has 1 problem(s); nothing was stored",
+        "the submission has 1 problem; nothing was stored",
         ["scores[28]: this item was already scored at scores[0]"],
     )
 
@@ -338,7 +338,7 @@ def test_nan_infinite_and_non_numeric_scores_in_json_are_refused_by_row(study, o
     assert_refused(
         response,
         400,
-        "the submission has 6 problem(s); nothing was stored",
+        "the submission has 6 problems; nothing was stored",
         [
             "scores[0]: the score nan is not a finite number",
             "scores[1]: the score inf is not a finite number",
@@ -362,7 +362,7 @@ def test_nan_infinite_empty_and_non_numeric_scores_in_a_csv_are_refused_by_line(
     assert_refused(
         response,
         400,
-        "the submission has 4 problem(s); nothing was stored",
+        "the submission has 4 problems; nothing was stored",
         [
             "line 3: the score 'nan' is not a finite number",
             "line 4: the score 'inf' is not a finite number",
@@ -381,7 +381,7 @@ def test_only_the_first_twenty_problems_are_listed_with_a_count_of_the_rest(stud
     assert errors[0] == f"scores[0]: item 900000 is not an item of study '{study.slug}'"
     assert errors[19] == f"scores[19]: item 900019 is not an item of study '{study.slug}'"
     assert errors[20:] == ["… and 5 more"]
-    assert response.json()["detail"] == "the submission has 25 problem(s); nothing was stored"
+    assert response.json()["detail"] == "the submission has 25 problems; nothing was stored"
     assert Submission.objects.count() == 0
 
 

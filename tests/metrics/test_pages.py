@@ -305,7 +305,7 @@ def test_bad_rows_are_shown_with_their_lines_and_nothing_is_stored(study, owner)
     found = page(response)
     assert response.status_code == 400
     assert found.text["submission-problem"].startswith(
-        "Your scores were not submitted. The submission has 4 problem(s); nothing was stored"
+        "Your scores were not submitted. The submission has 4 problems; nothing was stored"
     )
     problems = re.search(r'<ul id="submission-problems">(.*?)</ul>', response.content.decode()).group(1)
     assert [unescape(line) for line in re.findall(r"<li>(.*?)</li>", problems)] == (

@@ -445,3 +445,10 @@ def test_majority_agreement_matches_a_vote_by_vote_count(votes):
         has_majority = bool(others) and (len(others) == 1 or others[0][1] > others[1][1])
         assert compared[number] == has_majority
         assert agrees[number] == (has_majority and others[0][0] == result)
+
+
+@pytest.mark.parametrize(("ballots", "said"), [(1, "= 1 ballot,"), (3, "= 3 ballots,")])
+def test_the_plan_line_counts_its_ballots_in_words(staff_client, ballots, said):
+    study = make_study(start=False, ballot_count=ballots)
+    html = staff_client.get(reverse("scoring:results", args=[study.slug])).content.decode()
+    assert f"n<sub>b</sub> {said}" in html
