@@ -12,7 +12,6 @@ a share of 9 answers moves in steps of 11 points.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
 __all__ = [
     "MIN_OBSERVATIONS",
@@ -37,6 +36,9 @@ def binomial_two_sided_p(successes, trials) -> np.ndarray:
     alternative). Used for the position bias of an annotator: k left choices among n non-tie votes
     (9 of 10: p = 2 · 11/1024 = 22/1024). NaN where ``trials`` is 0.
     """
+    # Imported here, not with the module: web processes load this module (tests/test_startup.py).
+    from scipy.stats import binom
+
     successes = np.asarray(successes, dtype=np.float64)
     trials = np.asarray(trials, dtype=np.float64)
     at_most = binom.cdf(successes, trials, 0.5)
