@@ -106,6 +106,26 @@ def _no_open_ballot(*, study: Study) -> NextResult:
     )
 
 
+def _progress(
+    study: Study,
+    ballot_number: int,
+    votes_in_ballot: int,
+    votes_total: int,
+    ballot_voted: int,
+    ballot_comparisons: int,
+) -> AnnotatorProgress:
+    """The annotator's progress from the counts one lease statement reads (both databases)."""
+    return AnnotatorProgress(
+        ballot_number=ballot_number,
+        ballot_count=study.ballot_count,
+        votes_in_ballot=votes_in_ballot,
+        cap=study.votes_per_annotator_per_ballot,
+        votes_total=votes_total,
+        ballot_voted=ballot_voted,
+        ballot_comparisons=ballot_comparisons,
+    )
+
+
 def _assignment(**values) -> Assignment:
     """An Assignment for a row read by raw SQL, without another query."""
     assignment = Assignment(**values)
@@ -295,15 +315,7 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
         ) = cursor.fetchone()
     if ballot_id is None:
         return _no_open_ballot(study=study)
-    progress = AnnotatorProgress(
-        ballot_number=ballot_number,
-        ballot_count=study.ballot_count,
-        votes_in_ballot=votes_in_ballot,
-        cap=study.votes_per_annotator_per_ballot,
-        votes_total=votes_total,
-        ballot_voted=votes_recorded,
-        ballot_comparisons=comparison_count,
-    )
+    progress = _progress(study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count)
     if assignment_id is not None:
         assignment = _assignment(
             id=assignment_id,
@@ -439,14 +451,8 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
         ) = cursor.fetchone()
         if ballot_id is None:
             return _no_open_ballot(study=study)
-        progress = AnnotatorProgress(
-            ballot_number=ballot_number,
-            ballot_count=study.ballot_count,
-            votes_in_ballot=votes_in_ballot,
-            cap=study.votes_per_annotator_per_ballot,
-            votes_total=votes_total,
-            ballot_voted=votes_recorded,
-            ballot_comparisons=comparison_count,
+        progress = _progress(
+            study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count
         )
         if held_id is not None:
             held_expires_at = _datetime_of(held_expires_at)
