@@ -361,6 +361,12 @@ def items_generate(
         if progress:
             progress(stop, area_of.size)
     report.items_created = int(area_of.size)
+    study.item_source = (
+        "all pairs of distinct tokens within each semantic area"
+        if max_per_area is None
+        else f"a uniform random sample of at most {counted(max_per_area, 'pair')} of distinct tokens per semantic area"
+    )
+    study.save(update_fields=["item_source"])
     return report
 
 

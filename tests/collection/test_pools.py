@@ -322,3 +322,20 @@ def test_the_problems_of_a_file_are_counted_in_words(study):
     with pytest.raises(ServiceError) as few:
         items_import_pairs(study=study, data="a,b\n")
     assert few.value.errors == ["the file gives 1 item; a study needs at least two"]
+
+
+def test_the_items_say_how_they_were_made_after_each_way_of_making_them(study):
+    # The instrument card reports item_source: generating after an upload of pairs must not keep
+    # describing the items as uploaded pairs.
+    tokens_import(study=study, data="a,X\nb,X\nc,X\nd,Y\ne,Y\n")
+    items_import_pairs(study=study, data="a,b\nd,e\n")
+    study.refresh_from_db()
+    assert study.item_source == "explicit pairs uploaded by the researcher"
+    items_generate(study=study)
+    study.refresh_from_db()
+    assert study.item_source == "all pairs of distinct tokens within each semantic area"
+    items_generate(study=study, max_per_area=1)
+    study.refresh_from_db()
+    assert (
+        study.item_source == "a uniform random sample of at most 1 pair of distinct tokens per semantic area"
+    )

@@ -92,3 +92,34 @@ def test_it_stops_after_max_votes_and_refuses_studies_that_do_not_run(capsys):
         call_command("simulate_voters", "--study", draft.slug)
     with pytest.raises(CommandError, match="no study with slug 'nope'"):
         call_command("simulate_voters", "--study", "nope")
+
+
+def _simulate(study, *extra):
+    call_command(
+        "simulate_voters", "--study", study.slug, "--distribution", "exponential", "--wait", "0.5", *extra
+    )
+
+
+def test_a_participants_lease_that_holds_the_ballot_is_named_not_a_missing_worker():
+    from collection.voting import annotator_consent, annotator_for, comparison_next_for
+
+    study = make_study(tokens=6, ballot_count=2, appearances=4, lease_seconds=600)
+    person = annotator_consent(annotator=annotator_for(study=study, participant_id="prolific-abc"))
+    held = comparison_next_for(annotator=person).assignment  # a real participant reads, and walks away
+    with pytest.raises(CommandError) as refused:
+        _simulate(study, "--voters", "8")
+    message = str(refused.value)
+    assert "1 comparison of ballot 1 is leased by participants who are not simulated" in message
+    assert "Celery" not in message
+    ballot = study.ballots.get(number=1)
+    assert ballot.votes_recorded == ballot.comparison_count - 1  # everything else was voted
+    assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.ACTIVE
+
+
+def test_simulated_annotators_who_judged_every_pair_left_are_told_to_add_voters():
+    # 3 items appear 4 times each in ballot 1: the 3 pairs come back, and one annotator judges a pair once.
+    study = make_study(tokens=3, ballot_count=2, appearances=4)
+    with pytest.raises(CommandError) as refused:
+        _simulate(study, "--voters", "1")
+    assert "have judged every pair of the" in str(refused.value)
+    assert "run it with more --voters" in str(refused.value)

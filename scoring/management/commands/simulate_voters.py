@@ -6,10 +6,12 @@ import time
 
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Count, Max
 from django.test.utils import override_settings
+from django.utils import timezone
 
 from collection.arrays import OUTCOME
-from collection.models import Ballot, Study
+from collection.models import Assignment, Ballot, Comparison, Study
 from collection.voting import (
     NextReason,
     annotator_consent,
@@ -18,6 +20,7 @@ from collection.voting import (
     vote_record_and_next,
 )
 from common.errors import ServiceError
+from common.numbers import counted
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.management.arguments import add_voter_model_arguments
 from scoring.simulation import (
@@ -157,10 +160,9 @@ class Command(BaseCommand):
             # Nobody could vote: the ballot is closing on a worker, or the remaining pairs were all judged.
             idle_since = idle_since or time.monotonic()
             if time.monotonic() - idle_since > options["wait"]:
-                open_ballot = study.ballots.filter(status=Ballot.Status.OPEN).first()
                 raise CommandError(
-                    f"no simulated annotator could vote for {options['wait']:.0f} s "
-                    f"(open ballot: {open_ballot.number if open_ballot else 'none'}); is a Celery worker running?"
+                    f"no simulated annotator could vote for {options['wait']:.0f} s: "
+                    + _why_nobody_could_vote(study, prefix=options["prefix"])
                 )
             time.sleep(0.5)
         self.stderr.write("")
@@ -180,3 +182,35 @@ class Command(BaseCommand):
             f"/{study.ballot_count}",
             ending="",
         )
+
+
+def _why_nobody_could_vote(study: Study, *, prefix: str) -> str:
+    """What holds the study: a close that no worker runs, people's leases, or pairs all judged."""
+    ballot = study.ballots.order_by("-number").first()
+    if (
+        ballot is None
+        or ballot.status != Ballot.Status.OPEN
+        or ballot.votes_recorded >= ballot.comparison_count
+    ):
+        number = ballot.number if ballot else "none"
+        return f"ballot {number} is fully voted and waits for its close; is a Celery worker running?"
+    now = timezone.now()
+    held = Comparison.objects.filter(
+        ballot=ballot,
+        status=Comparison.Status.LEASED,
+        lease_expires_at__gt=now,
+        assignments__status=Assignment.Status.ACTIVE,
+    ).exclude(assignments__annotator__participant_id__startswith=prefix)
+    people = held.aggregate(count=Count("id", distinct=True), until=Max("lease_expires_at"))
+    if people["count"]:
+        return (
+            f"{counted(people['count'], 'comparison')} of ballot {ballot.number} "
+            f"{'is' if people['count'] == 1 else 'are'} leased by participants who are not simulated, "
+            f"until {people['until']:%H:%M:%S} UTC at the latest; run the command again after that "
+            "(a lapsed lease goes back to the pool), or with a longer --wait"
+        )
+    left = ballot.comparison_count - ballot.votes_recorded
+    return (
+        f"the simulated annotators have judged every pair of the {counted(left, 'comparison')} left in "
+        f"ballot {ballot.number}; run it with more --voters"
+    )
