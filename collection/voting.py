@@ -9,6 +9,7 @@ simulated annotators): the vote, then the next comparison, in one call.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -133,7 +134,6 @@ def _assignment(**values) -> Assignment:
     return assignment
 
 
-@transaction.atomic
 def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) -> NextResult:
     """Lease the annotator a comparison of the open ballot, or say why there is none.
 
@@ -147,14 +147,13 @@ def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) ->
     now = now or timezone.now()
     if connection.vendor == "postgresql":
         return _lease_in_one_statement(annotator=annotator, now=now)
-    return _lease_step_by_step(annotator=annotator, now=now)
+    with transaction.atomic():
+        return _lease_step_by_step(annotator=annotator, now=now)
 
 
 def _lock_annotator(annotator: Annotator) -> None:
-    # One lease at a time per annotator: two requests of one annotator at once (a double click, two
-    # tabs) would both create an active assignment and the second would break the unique constraint;
-    # with the annotator's row locked, the second waits and gets the assignment the first made. A
-    # statement of its own: in READ COMMITTED, the statements after it see what the first one committed.
+    # Other databases with row locks: one lease at a time per annotator, as on PostgreSQL (where the
+    # unique index and a retry do it, ``_lease_in_one_statement``).
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM collection_annotator WHERE id = %s FOR UPDATE", [annotator.pk])
 
@@ -281,10 +280,32 @@ LEASE_STATEMENT = PreparedStatement(
 )
 
 
+def _lease_row(parameters: dict) -> tuple:
+    """Runs ``LEASE_STATEMENT`` once, or twice when a lease of the same annotator won the race."""
+    for attempt in (1, 2):
+        try:
+            # Inside a caller's transaction, a savepoint keeps a lost race from ending that transaction.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                with connection.cursor() as cursor:
+                    LEASE_STATEMENT.execute(cursor, parameters)
+                    return cursor.fetchone()
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResult:
-    """PostgreSQL: the annotator's lock, then the whole lease in one statement (``_LEASE_SQL``)."""
+    """PostgreSQL: the whole lease in one statement (``_LEASE_SQL``), which commits on its own.
+
+    One lease at a time per annotator: two requests of one annotator at once (a double click, two tabs)
+    both find no running lease and both insert one; the partial unique index
+    ``one_active_assignment_per_annotator`` makes the second wait for the first and fail, which undoes
+    all of that statement (its comparison is open again). The retry then finds the lease the first one
+    made and returns it. Without an explicit transaction the lease costs one round trip, not four
+    (BEGIN, a lock of the annotator's row, the statement, COMMIT: BENCHMARKS.md, issue 9).
+    """
     study = annotator.study
-    _lock_annotator(annotator)
     parameters = {
         "study": study.pk,
         "annotator": annotator.pk,
@@ -292,27 +313,26 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
         "expires": now + timedelta(seconds=study.lease_seconds),
         "cap": study.votes_per_annotator_per_ballot,
     }
-    with connection.cursor() as cursor:
-        LEASE_STATEMENT.execute(cursor, parameters)
-        (
-            ballot_id,
-            ballot_number,
-            comparison_count,
-            votes_recorded,
-            votes_total,
-            votes_in_ballot,
-            assignment_id,
-            comparison_id,
-            issued_at,
-            expires_at,
-            left_item,
-            left_a,
-            left_b,
-            right_item,
-            right_a,
-            right_b,
-            any_available,
-        ) = cursor.fetchone()
+    row = _lease_row(parameters)
+    (
+        ballot_id,
+        ballot_number,
+        comparison_count,
+        votes_recorded,
+        votes_total,
+        votes_in_ballot,
+        assignment_id,
+        comparison_id,
+        issued_at,
+        expires_at,
+        left_item,
+        left_a,
+        left_b,
+        right_item,
+        right_a,
+        right_b,
+        any_available,
+    ) = row
     if ballot_id is None:
         return _no_open_ballot(study=study)
     progress = _progress(study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count)

@@ -101,8 +101,8 @@ def test_two_workers_closing_the_same_ballot_open_exactly_one_next(eager_tasks):
 
 @pytest.mark.parametrize("ways", [2, 5])
 def test_one_annotator_asking_for_a_comparison_several_times_at_once_gets_one_lease(eager_tasks, ways):
-    # A double click, or two tabs: the requests of one annotator are serialised on the annotator's row,
-    # so the later ones get the assignment the first made instead of breaking the one-active constraint.
+    # A double click, or two tabs: the leases of one annotator meet at the unique index of active
+    # assignments; the ones that lose retry and get the assignment the first made, never an error.
     study = make_study()
     (alice,) = annotators(study, 1)
     leased = []
@@ -113,3 +113,42 @@ def test_one_annotator_asking_for_a_comparison_several_times_at_once_gets_one_le
     run_in_threads(ways, ask)
     assert len(leased) == ways and len(set(leased)) == 1
     assert Assignment.objects.filter(annotator=alice, status="active").count() == 1
+
+
+def test_a_lease_that_loses_the_race_for_its_annotator_retries_and_gets_the_winners_lease(eager_tasks):
+    # The race made certain: the first lease is left uncommitted (in a transaction of another thread)
+    # while the second runs. The second's insert waits on the unique index of active assignments, fails
+    # when the first commits, and its retry returns the first's assignment; its own comparison is free.
+    study = make_study(tokens=10, ballot_count=1, appearances=4)
+    (alice,) = annotators(study, 1)
+    first_leased, second_started, results = threading.Event(), threading.Event(), {}
+
+    def first():
+        from django.db import transaction
+
+        try:
+            with transaction.atomic():
+                results["first"] = comparison_next_for(annotator=alice).assignment.pk
+                first_leased.set()
+                second_started.wait(timeout=30)
+                connection.cursor().execute("SELECT pg_sleep(0.5)")  # the second is waiting by now
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            first_leased.wait(timeout=30)
+            second_started.set()
+            results["second"] = comparison_next_for(annotator=alice).assignment.pk
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results["second"] == results["first"]
+    assert Assignment.objects.filter(annotator=alice, status="active").count() == 1
+    ballot = Ballot.objects.get(study=study)
+    assert ballot.comparisons.filter(status="leased").count() == 1
