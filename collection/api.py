@@ -18,6 +18,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -42,6 +43,7 @@ from collection.serializers import (
     TokensImportQuerySerializer,
     VoteRequestSerializer,
     VoteResultSerializer,
+    vote_request_valid,
 )
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
@@ -342,6 +344,9 @@ def study_job_body(job: StudyJob) -> dict:
 
 # Session first, so that a request carrying the session cookie always passes the CSRF check.
 ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, TokenAuthentication]
+# JSON only: the annotators' endpoints are called by vote.js and API clients on every judgement, and
+# the browsable API's renderer would only add a negotiation to each of them.
+ANNOTATOR_RENDERERS = [JSONRenderer]
 
 
 @method_decorator(ensure_csrf_cookie, name="dispatch")  # API clients get the token for their votes here
@@ -352,6 +357,7 @@ class ComparisonNextView(APIView):
     permission_classes = [AllowAny]  # the annotator is checked per study: consented_annotator()
     throttle_classes = ANNOTATOR_THROTTLES
     throttle_scope = "next"
+    renderer_classes = ANNOTATOR_RENDERERS
 
     @extend_schema(
         summary="Your next comparison (the one you hold while its lease runs)",
@@ -426,6 +432,7 @@ class VoteView(APIView):
     permission_classes = [AllowAny]  # the annotator is the one of the assignment's study, or 404
     throttle_classes = ANNOTATOR_THROTTLES
     throttle_scope = "vote"
+    renderer_classes = ANNOTATOR_RENDERERS
 
     @extend_schema(
         summary="Vote on your assignment; the answer carries your next comparison",
@@ -453,9 +460,11 @@ class VoteView(APIView):
         },
     )
     def post(self, request):
-        serializer = VoteRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = vote_request_valid(request.data)
+        if data is None:
+            serializer = VoteRequestSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            data = serializer.validated_data
         annotator = self._annotator_of_assignment(request, data["assignment"])
         # The vote commits, then the next lease runs in a transaction of its own.
         vote, created, result = voting.vote_record_and_next(

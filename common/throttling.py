@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import secrets
 import time
 from types import SimpleNamespace
 
 from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.dispatch import receiver
 from rest_framework import settings as drf_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
@@ -119,13 +120,48 @@ class UserThrottle(_ScopedThrottle):
         return f"user-{user.pk}" if user is not None and user.is_authenticated else None
 
 
+# The annotator limits on Redis, in one script: for each history (a sorted set of request times), drop
+# the times at or before the window's start, then refuse if it holds the limit (answering its size and
+# oldest time, for the wait), else add this request's time. REST framework's sliding window, as its
+# SimpleRateThrottle keeps it in a pickled list.
+_ANNOTATOR_LIMITS_LUA = """
+local now = ARGV[1]
+local answers = {}
+for index, key in ipairs(KEYS) do
+    local at = 1 + (index - 1) * 4
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[at + 1])
+    local count = redis.call('ZCARD', key)
+    if count >= tonumber(ARGV[at + 2]) then
+        answers[index] = {0, count, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
+    else
+        redis.call('ZADD', key, now, ARGV[at + 4])
+        redis.call('EXPIRE', key, ARGV[at + 3])
+        answers[index] = {1, count + 1, false}
+    end
+end
+return answers
+"""
+
+
+def _redis_of_cache():
+    """The cache's ``redis.Redis`` client (``common.cache.RedisCache``), or None for another backend."""
+    from common.cache import RedisCache
+
+    backend = caches["default"]  # ``cache`` is a proxy to it
+    return backend._cache.get_client(write=True) if isinstance(backend, RedisCache) else None
+
+
 class AnnotatorThrottle(BaseThrottle):
-    """``ParticipantThrottle`` and ``AddressThrottle`` of one request, checked together: one read of both
-    histories (``get_many``, a single MGET on Redis) and one write (``set_many``, one pipeline), where
-    REST framework's throttles read and write each history apart (four round trips per vote). The
-    histories, keys and limits are theirs, and so are the answers: each limit that allows the request
-    records it, as when REST framework checks them one by one, and the wait is the longest of those
-    that refuse."""
+    """``ParticipantThrottle`` and ``AddressThrottle`` of one request, checked together. The limits are
+    theirs, and so are the answers: each limit that allows the request records it, as when REST
+    framework checks them one by one, and the wait is the longest of those that refuse.
+
+    On Redis (the full stack) both histories are sorted sets of request times, read and written by one
+    script in one round trip (``_ANNOTATOR_LIMITS_LUA``), with nothing pickled; where REST framework's
+    throttles read and write each history apart: four round trips per vote. On another cache (the
+    embedded default's memory) the histories are REST framework's own lists, in one ``get_many`` and
+    one ``set_many``.
+    """
 
     parts = (ParticipantThrottle, AddressThrottle)
 
@@ -148,6 +184,9 @@ class AnnotatorThrottle(BaseThrottle):
         if not checks:
             return True
         try:
+            client = _redis_of_cache()
+            if client is not None:
+                return self._check_on_redis(client, checks)
             histories = cache.get_many([part.key for part in checks])
             allowed_by_duration: dict[int, dict[str, list]] = {}
             for part in checks:
@@ -167,6 +206,26 @@ class AnnotatorThrottle(BaseThrottle):
             return True
         return not self._waits
 
+    _scripts: dict[int, object] = {}
+
+    def _check_on_redis(self, client, checks) -> bool:
+        script = self._scripts.get(id(client))
+        if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
+            script = self._scripts.setdefault(id(client), client.register_script(_ANNOTATOR_LIMITS_LUA))
+        now = checks[0].timer()
+        member = f"{now!r}:{secrets.token_hex(6)}"  # two requests at the same time are two entries
+        arguments = [repr(now)]
+        for part in checks:
+            part.now = now
+            arguments += [repr(now - part.duration), part.num_requests, part.duration, member]
+        answers = script(keys=[cache.make_key(f"{part.key}:times") for part in checks], args=arguments)
+        for part, (allowed, count, oldest) in zip(checks, answers, strict=True):
+            if not allowed:
+                # REST framework's wait() reads the history's length and its oldest time only.
+                part.history = [float(oldest)] * int(count)
+                self._waits.append(part.wait())
+        return not self._waits
+
     def wait(self) -> float | None:
         waits = [wait for wait in self._waits if wait is not None]
         return max(waits) if waits else None
@@ -175,8 +234,11 @@ class AnnotatorThrottle(BaseThrottle):
 ANNOTATOR_THROTTLES = [AnnotatorThrottle]
 
 
-def page_wait_seconds(request, scope: str, throttles=(ParticipantThrottle, AddressThrottle)) -> int | None:
-    """For server-rendered pages: None if the request is within its limits, else the seconds to wait."""
+def page_wait_seconds(request, scope: str, throttles=(AnnotatorThrottle,)) -> int | None:
+    """For server-rendered pages: None if the request is within its limits, else the seconds to wait.
+
+    The voting page and the API share the annotator limits (``AnnotatorThrottle``, the same histories).
+    """
     view = SimpleNamespace(throttle_scope=scope)
     for throttle_class in throttles:
         throttle = throttle_class()

@@ -187,3 +187,18 @@ def eager_celery_outside_integration_tests(request):
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
     yield
     app.conf.task_always_eager, app.conf.task_eager_propagates = previous
+
+
+@pytest.fixture
+def rates(settings):
+    # Sets the vote scope's two annotator limits ("5/min", or None for off) for one test.
+    def set_rates(participant, address):
+        framework = dict(settings.REST_FRAMEWORK)
+        framework["DEFAULT_THROTTLE_RATES"] = {
+            **framework["DEFAULT_THROTTLE_RATES"],
+            "vote.participant": participant,
+            "vote.address": address,
+        }
+        settings.REST_FRAMEWORK = framework
+
+    return set_rates
