@@ -19,6 +19,7 @@ from django.db import connection
 from collection.models import Annotator, Study
 from collection.study_cache import study_at_version
 from collection.voting import annotator_for
+from common.prepared import PreparedStatement
 
 SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id}, in sessions made before the cookie
 ANNOTATOR_COOKIE = "yardstick_annotator"
@@ -97,8 +98,12 @@ SELECT a.annotator_id, b.study_id, s.settings_version
 FROM collection_assignment a
 JOIN collection_ballot b ON b.id = a.ballot_id
 JOIN collection_study s ON s.id = b.study_id
-WHERE a.id = %s
+WHERE a.id = %(assignment)s
 """
+# Every vote runs it: on PostgreSQL planned once per connection (common/prepared.py).
+ASSIGNMENT_OWNER_STATEMENT = PreparedStatement(
+    "yardstick_assignment_owner", _ASSIGNMENT_OWNER_SQL, {"assignment": "bigint"}
+)
 
 
 def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
@@ -111,7 +116,10 @@ def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
     otherwise (a login or a session from before the cookie) ``annotator_from_request`` decides.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_ASSIGNMENT_OWNER_SQL, [assignment_id])
+        if connection.vendor == "postgresql":
+            ASSIGNMENT_OWNER_STATEMENT.execute(cursor, {"assignment": assignment_id})
+        else:
+            cursor.execute(_ASSIGNMENT_OWNER_SQL, {"assignment": assignment_id})
         row = cursor.fetchone()
     if row is None:
         return None
