@@ -105,16 +105,22 @@ def main() -> None:
     votes(ANNOTATORS * 2)  # warm: imports, connections, caches
     healthz(50)
 
-    def cpu(call, count: int) -> float:
-        started = time.process_time()
-        call(count)
-        return (time.process_time() - started) / count
+    backend = database_backend_pid(connection)
 
-    vote_cpu = cpu(votes, args.judgements)
-    health_cpu = cpu(healthz, args.judgements)
+    def cpu(call, count: int) -> tuple[float, float | None]:
+        started, database_started = time.process_time(), process_cpu_seconds(backend)
+        call(count)
+        database = process_cpu_seconds(backend)
+        database = None if database is None else (database - database_started) / count
+        return (time.process_time() - started) / count, database
+
+    vote_cpu, vote_database = cpu(votes, args.judgements)
+    health_cpu, _ = cpu(healthz, args.judgements)
     print(f"machine: {machine()}")
     print(f"database: {connection.vendor}; {args.judgements} judgements by {ANNOTATORS} annotators")
     print(f"CPU per judgement (vote with the next comparison): {vote_cpu * 1000:.2f} ms")
+    if vote_database is not None:
+        print(f"CPU of the database's server process per judgement: {vote_database * 1000:.2f} ms")
     print(f"CPU per /healthz/: {health_cpu * 1000:.2f} ms")
     print(f"a judgement costs {vote_cpu / health_cpu:.2f} /healthz/ requests of CPU in process")
 
@@ -126,6 +132,24 @@ def main() -> None:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(args.profile)
         print(out.getvalue())
+
+
+def database_backend_pid(connection) -> int | None:
+    """The PostgreSQL server process of this connection (it runs on this machine), or None."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User and system CPU of a process of this machine, from /proc (Linux), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
