@@ -19,6 +19,7 @@ import hmac
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urlsplit
 
 import numpy as np
 from django.core.exceptions import ValidationError
@@ -59,18 +60,56 @@ def participant_code(*, study: Study, annotator_id: int, outcome: str) -> str:
 
 @dataclass(frozen=True)
 class Exit:
-    """What the page of a leaving participant shows: the outcome, its code, the participant's own code."""
+    """What the page of a leaving participant shows: the outcome, its code, the participant's own code,
+    and for a worker sent by MTurk the form that submits their assignment (``mturk_submit_action``)."""
 
     outcome: str
     code: str
     personal_code: str
+    mturk_action: str = ""
+    mturk_assignment_id: str = ""
+
+
+# MTurk's ExternalQuestion: the worker's page ends by posting a form with the ``assignmentId`` (and any
+# other fields, which the requester reads in the results) to ``<turkSubmitTo>/mturk/externalSubmit``.
+# turkSubmitTo comes in the link, so anyone can write one: the form goes only to MTurk's own hosts (the
+# production site and the sandbox), which the Content-Security-Policy's form-action also names.
+MTURK_SUBMIT_HOSTS = ("www.mturk.com", "workersandbox.mturk.com")
+MTURK_SUBMIT_PATH = "/mturk/externalSubmit"
+# The assignmentId of a HIT's preview, before the worker accepts it: nothing to submit.
+MTURK_PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
+
+
+def mturk_submit_action(annotator: Annotator | None) -> str:
+    """Where the exit's form submits the annotator's MTurk assignment, or "" (not from MTurk, a preview,
+    or a turkSubmitTo that is not one of MTurk's hosts). MTurk sends the host (``https://www.mturk.com``);
+    a link that already carries the path is taken too."""
+    if annotator is None or annotator.mturk_assignment_id in ("", MTURK_PREVIEW_ASSIGNMENT):
+        return ""
+    parts = urlsplit(annotator.mturk_submit_to)
+    if (
+        parts.scheme != "https"
+        or parts.netloc not in MTURK_SUBMIT_HOSTS
+        or parts.path.rstrip("/") not in ("", MTURK_SUBMIT_PATH)
+        or parts.query
+        or parts.fragment
+    ):
+        return ""
+    return f"https://{parts.netloc}{MTURK_SUBMIT_PATH}"
 
 
 def study_exit(*, study: Study, annotator: Annotator | None, outcome: str) -> Exit:
     personal = ""
     if study.participant_codes and annotator is not None:
         personal = participant_code(study=study, annotator_id=annotator.pk, outcome=outcome)
-    return Exit(outcome=outcome, code=outcome_code(study=study, outcome=outcome), personal_code=personal)
+    action = mturk_submit_action(annotator)
+    return Exit(
+        outcome=outcome,
+        code=outcome_code(study=study, outcome=outcome),
+        personal_code=personal,
+        mturk_action=action,
+        mturk_assignment_id=annotator.mturk_assignment_id if action else "",
+    )
 
 
 # --- waiting for work ----------------------------------------------------------------------------

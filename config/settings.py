@@ -239,7 +239,8 @@ CONTENT_SECURITY_POLICY = {
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": ["'self'"],
+        # The exit of a worker sent by MTurk posts their assignment back to MTurk (collection/crowd.py).
+        "form-action": ["'self'", "https://www.mturk.com", "https://workersandbox.mturk.com"],
     },
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=10 * 1024 * 1024)

@@ -375,3 +375,79 @@ def test_a_duplicate_keeps_the_crowd_settings_but_gets_codes_of_its_own():
         True,
         True,
     )
+
+
+# --- MTurk: the assignment submitted back to MTurk -------------------------------------------------
+
+
+def _mturk_worker_done(client, study, submit_to: str, assignment: str = "3ASSIGN"):
+    link = {
+        "workerId": "A1B2C3D4E5F6G7",
+        "hitId": "3HIT",
+        "assignmentId": assignment,
+        "turkSubmitTo": submit_to,
+    }
+    html = client.get(entry_url(study), link).content.decode()
+    form = {name: value for name, value in re.findall(r'type="hidden" name="(\w+)" value="([^"]*)"', html)}
+    client.post(entry_url(study), {**form, "consent": "yes"})
+    client.post(vote_url(study), {"assignment": _assignment(client, study), "choice": "left"})
+    return client.get(vote_url(study))
+
+
+def _mturk_form(response) -> tuple[str, dict[str, str]] | None:
+    html = response.content.decode()
+    found = re.search(r'<form method="post" action="([^"]+)" id="mturk-submit">(.*?)</form>', html, re.S)
+    if found is None:
+        return None
+    fields = dict(re.findall(r'type="hidden" name="(\w+)" value="([^"]*)"', found.group(2)))
+    return found.group(1), fields
+
+
+@pytest.mark.parametrize(
+    ("submit_to", "action"),
+    [
+        ("https://www.mturk.com", "https://www.mturk.com/mturk/externalSubmit"),
+        ("https://workersandbox.mturk.com/", "https://workersandbox.mturk.com/mturk/externalSubmit"),
+        (MTURK_SUBMIT, "https://workersandbox.mturk.com/mturk/externalSubmit"),
+    ],
+)
+def test_an_mturk_worker_who_is_done_submits_the_assignment_to_mturk(client, submit_to, action):
+    study = make_study(votes_per_annotator_per_ballot=1, participant_codes=True)
+    response = _mturk_worker_done(client, study, submit_to)
+    annotator = Annotator.objects.get(study=study)
+    expected = participant_code(study=study, annotator_id=annotator.pk, outcome=Outcome.COMPLETED)
+    assert _mturk_form(response) == (
+        action,
+        {
+            "assignmentId": "3ASSIGN",
+            "outcome": Outcome.COMPLETED,
+            "completion_code": study.completion_code,
+            "personal_code": expected,
+        },
+    )
+    # The form may go there: the page's Content-Security-Policy names MTurk's host in form-action.
+    form_action = [d for d in response["Content-Security-Policy"].split("; ") if d.startswith("form-action")]
+    assert action.split("/mturk/")[0] in form_action[0].split()
+
+
+@pytest.mark.parametrize(
+    ("submit_to", "assignment"),
+    [
+        ("https://evil.example/mturk/externalSubmit", "3ASSIGN"),  # anyone can write a link
+        ("https://www.mturk.com.evil.example", "3ASSIGN"),
+        ("https://www.mturk.com/elsewhere", "3ASSIGN"),
+        ("https://www.mturk.com", "ASSIGNMENT_ID_NOT_AVAILABLE"),  # a preview: nothing to submit
+    ],
+)
+def test_no_form_goes_anywhere_but_mturk_or_for_a_preview(client, submit_to, assignment):
+    study = make_study(votes_per_annotator_per_ballot=1)
+    response = _mturk_worker_done(client, study, submit_to, assignment=assignment)
+    assert _mturk_form(response) is None
+    assert page(response).text["completion-code"] == study.completion_code  # the code is still shown
+
+
+def test_a_worker_from_elsewhere_sees_no_mturk_form(client):
+    study = make_study(votes_per_annotator_per_ballot=1)
+    join(client, study, participant="prolific-person")
+    client.post(vote_url(study), {"assignment": _assignment(client, study), "choice": "left"})
+    assert _mturk_form(client.get(vote_url(study))) is None

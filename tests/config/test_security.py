@@ -148,7 +148,7 @@ def test_every_response_carries_the_content_security_policy(client):
     assert sorted(policy.split("; ")) == [
         "base-uri 'self'",
         "default-src 'self'",
-        "form-action 'self'",
+        "form-action 'self' https://www.mturk.com https://workersandbox.mturk.com",
         "frame-ancestors 'none'",
         "img-src 'self'",
         "object-src 'none'",
