@@ -706,6 +706,37 @@ def agreement_at(curve: Mapping, threshold: float) -> tuple[float | None, int]:
     return curve["agreement"][position], int(curve["pairs"][position])
 
 
+def _fragility_blocks(card: Mapping) -> list:
+    """How few votes, removed, change the top item and the top-K set (cards from version 6)."""
+    fragility = card.get("fragility")
+    if not fragility or not fragility.get("entries"):
+        return []
+    rows = []
+    for entry in fragility["entries"]:
+        what = "the top item" if entry["k"] == 1 else f"the top-{count(entry['k'])} set"
+        if entry.get("votes") is None:
+            found = (
+                f"no removal found: the search tried up to {count(fragility.get('max_steps'))} votes per contested "
+                "pair of items without changing it"
+            )
+        else:
+            bound = "" if entry.get("exact") else "at most "
+            found = (
+                f"{bound}{count(entry['votes'])} of {count(entry['total'])} votes "
+                f"({percent(entry.get('share'), 3)})"
+            )
+        rows.append((f"Votes whose removal changes {what}", found))
+    return [
+        Paragraph(
+            "How fragile the top is: the fewest votes whose removal changes the top item, and the top-K set, with "
+            "the design held fixed (the ballots keep their items; the scores are recomputed by Lombardo et al. Eq. 1, "
+            "6 and 5). The search is greedy, so its count is an upper bound: the votes it found do change the top, "
+            "and fewer might. A top that a handful of votes can change is not settled, whatever its intervals say."
+        ),
+        Facts(tuple(rows)),
+    ]
+
+
 def _resolution(card: Mapping) -> Section:
     resolved = card.get("resolution")
     blocks: list = [
@@ -802,6 +833,7 @@ def _resolution(card: Mapping) -> Section:
             "replication (section 5) gives an independent check."
         )
     )
+    blocks.extend(_fragility_blocks(card))
     return Section("resolution", "6. Resolution", "Welty §5.9", tuple(blocks))
 
 

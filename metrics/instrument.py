@@ -38,11 +38,15 @@ from metrics.metrology import (
     split_half_reliability,
 )
 from metrics.selectors import current_scores, finished_replications, study_votes
+from scoring.fragility import VoteTable, removals_to_change
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
-# 5: the chance level of plain ρ and τ beside ρ_w and τ_w.
-CARD_VERSION = 5
+# 5: the chance level of plain ρ and τ beside ρ_w and τ_w. 6: "fragility", the fewest votes found
+# whose removal changes the top item and the top-K set (issue 11).
+CARD_VERSION = 6
+# Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
+FRAGILITY_MAX_STEPS = 200
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
 # The API computes a card in the request up to this many items (about 3 s, as the card page does);
 # a larger one is computed in the background and the API answers 202 meanwhile.
@@ -222,6 +226,7 @@ def _compute_card(study: Study) -> dict:
     }
     if not votes.ballots:
         card["precision"] = card["repeatability"] = card["resolution"] = card["chance"] = None
+        card["fragility"] = None
         card["reproducibility"] = []
         return card
 
@@ -285,7 +290,45 @@ def _compute_card(study: Study) -> dict:
         "draws": chance["draw_count"],
     }
     card["reproducibility"] = _reproducibility_entries(study, score, precision["sd"])
+    card["fragility"] = _fragility(votes, study.default_top_k(item_count))
     return card
+
+
+def _fragility(votes, top_k: int) -> dict:
+    """How few votes, removed, change the top item and the top-K set (scoring/fragility.py)."""
+    table = fragility_table(votes)
+    ranked = int(np.count_nonzero(table.last_ballot > 0))
+    entries = []
+    for k in sorted({1, top_k}):
+        if not 1 <= k < ranked:
+            continue
+        found = removals_to_change(table, k, max_steps=FRAGILITY_MAX_STEPS)
+        entries.append(
+            {"k": k, "votes": found.votes, "total": found.total, "share": found.share, "exact": found.exact}
+        )
+    return {
+        "method": (
+            "greedy search, an upper bound: votes removed one at a time from the contested items, the ranking "
+            "recomputed by Eq. 1, 6 and 5 with the ballots' items held fixed after each removal"
+        ),
+        "max_steps": FRAGILITY_MAX_STEPS,
+        "entries": entries,
+    }
+
+
+def fragility_table(votes) -> VoteTable:
+    """The closed ballots' votes and items (``metrics.selectors.StudyVotes``) as ``scoring.fragility`` reads them."""
+    last_ballot = np.zeros(votes.item_count, dtype=np.int64)
+    for number, ballot in enumerate(votes.ballots, start=1):  # n_b ballots, not items or votes
+        last_ballot[ballot.items] = number
+    sizes = [ballot.outcome.size for ballot in votes.ballots]
+    return VoteTable(
+        ballot=np.repeat(np.arange(1, len(sizes) + 1), sizes),
+        left=np.concatenate([ballot.left for ballot in votes.ballots]).astype(np.int64),
+        right=np.concatenate([ballot.right for ballot in votes.ballots]).astype(np.int64),
+        outcome=np.concatenate([ballot.outcome for ballot in votes.ballots]).astype(np.float64),
+        last_ballot=last_ballot,
+    )
 
 
 def _reproducibility_entries(study: Study, score: np.ndarray, sd: np.ndarray) -> list[dict]:

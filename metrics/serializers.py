@@ -360,6 +360,12 @@ class CardSerializer(serializers.Serializer):
     reproducibility = serializers.ListField(
         child=serializers.DictField(), help_text="Agreement with each finished replication of the same items."
     )
+    fragility = serializers.DictField(
+        allow_null=True,
+        required=False,
+        help_text="The fewest votes found whose removal changes the top item and the top-K set (a greedy upper "
+        "bound; from card version 6). " + SECTION_HELP,
+    )
 
 
 class CardComputingSerializer(serializers.Serializer):

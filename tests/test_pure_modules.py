@@ -17,6 +17,7 @@ PURE_MODULES = [
     "scoring/plots.py",
     "scoring/agreement.py",
     "scoring/quality.py",
+    "scoring/fragility.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",

@@ -12,6 +12,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -357,3 +358,44 @@ def test_a_replication_that_finishes_refreshes_the_card_of_the_original(finished
 
     refreshed = StudyFigure.objects.get(study=finished_study, kind="card").value
     assert [entry["study"] for entry in refreshed["reproducibility"]] == [replication.slug]
+
+
+# --- how fragile the top is ------------------------------------------------------------------------
+
+
+def test_the_fragility_table_rescores_to_the_studys_own_final_scores(finished_study):
+    # The design held fixed and every vote kept, the recomputation is the close's own: the same ȳ.
+    from collection import arrays
+    from metrics.instrument import fragility_table
+    from metrics.selectors import study_votes
+    from scoring.fragility import rescore
+
+    table = fragility_table(study_votes(study=finished_study))
+    stored, _, last_ballot = arrays.final_scores(study_id=finished_study.pk, item_count=table.item_count)
+    np.testing.assert_allclose(rescore(table), stored, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(table.last_ballot, last_ballot)
+    assert len(table) == instrument_card(study=finished_study)["procedure"]["votes"]
+
+
+def test_the_card_says_how_few_votes_change_the_top_item_and_the_top_k_set(finished_study):
+    from metrics.instrument import fragility_table
+    from metrics.selectors import study_votes
+    from scoring.fragility import removals_to_change, top_of
+
+    card = instrument_card(study=finished_study)
+    entries = card["fragility"]["entries"]
+    k = finished_study.default_top_k(28)  # a tenth of the 28 items: 2
+    assert [entry["k"] for entry in entries] == [1, k]
+    table = fragility_table(study_votes(study=finished_study))
+    for entry in entries:
+        found = removals_to_change(table, entry["k"], max_steps=card["fragility"]["max_steps"])
+        assert (entry["votes"], entry["total"], entry["exact"]) == (found.votes, 168, False)
+        keep = np.ones(len(table), dtype=bool)
+        keep[list(found.removed)] = False
+        assert top_of(table, entry["k"], keep) != top_of(table, entry["k"])
+    markdown = card_markdown(instrument_card(study=finished_study), item_labels=labels_of(finished_study))
+    first = entries[0]
+    assert (
+        f"- **Votes whose removal changes the top item**: at most {count(first['votes'])} of 168 votes "
+        f"({percent(first['share'], 3)})" in markdown
+    )
