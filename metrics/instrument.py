@@ -41,8 +41,8 @@ from metrics.selectors import current_scores, finished_replications, study_votes
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
-# 5: the chance level of plain ρ and τ beside ρ_w and τ_w.
-CARD_VERSION = 5
+# 5: the chance level of plain ρ and τ beside ρ_w and τ_w. 6: the ranking scope and figures per area.
+CARD_VERSION = 6
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
 # The API computes a card in the request up to this many items (about 3 s, as the card page does);
 # a larger one is computed in the background and the API answers 202 meanwhile.
@@ -171,6 +171,7 @@ def _compute_card(study: Study) -> dict:
             "comparison_count",
             "votes_recorded",
             "rescale_slope",
+            "area_rescale_slopes",
         )
     )
     areas = list(
@@ -187,6 +188,7 @@ def _compute_card(study: Study) -> dict:
             "question": study.question,
             "instructions": study.instructions,
             "allow_ties": study.allow_ties,
+            "ranking_scope": study.ranking_scope,
             "item_source": study.item_source or "not recorded",
             "areas": areas,
             "tokens": study.tokens.count(),
@@ -223,6 +225,7 @@ def _compute_card(study: Study) -> dict:
     if not votes.ballots:
         card["precision"] = card["repeatability"] = card["resolution"] = card["chance"] = None
         card["reproducibility"] = []
+        card["areas"] = _area_figures(study, every_vote, np.full(item_count, np.nan), None)
         return card
 
     score = current_scores(study=study, item_count=item_count)
@@ -285,7 +288,48 @@ def _compute_card(study: Study) -> dict:
         "draws": chance["draw_count"],
     }
     card["reproducibility"] = _reproducibility_entries(study, score, precision["sd"])
+    card["areas"] = _area_figures(study, every_vote, score, precision["sd"])
     return card
+
+
+def _area_figures(study: Study, every_vote, score: np.ndarray, sd: np.ndarray | None) -> dict:
+    """Coverage and precision per semantic area, and the votes that compared items of two areas.
+
+    Per area: its items, those with a score ȳ (coverage), the votes that compared two of its items,
+    the mean and median SD of ȳ over its items. ``cross_area_votes`` counts the votes whose two items
+    are in different areas: 0 in a study ranked per area, by construction.
+    """
+    item_area = arrays.item_areas(study_id=study.pk)
+    names = dict(study.areas.values_list("pk", "name"))
+    area_ids, area_code = np.unique(item_area, return_inverse=True)
+    area_count = area_ids.size
+    left_code, right_code = area_code[every_vote.left], area_code[every_vote.right]
+    within = left_code == right_code
+    items = np.bincount(area_code, minlength=area_count)
+    scored = np.bincount(area_code, weights=np.isfinite(score), minlength=area_count).astype(np.int64)
+    votes_within = np.bincount(left_code[within], minlength=area_count)
+    rows = []
+    for code, area_id in enumerate(area_ids.tolist()):  # a loop over areas, not items
+        inside = area_code == code
+        area_sd = sd[inside] if sd is not None else np.empty(0)
+        area_sd = area_sd[np.isfinite(area_sd)]
+        rows.append(
+            {
+                "name": names.get(area_id, str(area_id)),
+                "items": int(items[code]),
+                "scored": int(scored[code]),
+                "votes": int(votes_within[code]),
+                "mean_sd": float(area_sd.mean()) if area_sd.size else None,
+                "median_sd": float(np.median(area_sd)) if area_sd.size else None,
+            }
+        )
+    rows.sort(key=lambda row: row["name"])
+    return {
+        "ranking_scope": study.ranking_scope,
+        "cross_area_votes": int((~within).sum()),
+        "votes": int(within.size),
+        "by_area": rows,
+    }
 
 
 def _reproducibility_entries(study: Study, score: np.ndarray, sd: np.ndarray) -> list[dict]:
