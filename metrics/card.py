@@ -555,21 +555,25 @@ def _area_blocks(card: Mapping) -> list:
         )
     else:
         cross, total = areas.get("cross_area_votes", 0), areas.get("votes", 0)
-        scope = (
-            "The study ranks its areas jointly: "
-            + (
-                f"{count(cross)} of {count(total)} votes ({percent(cross / total)}) compared items of two "
-                "different areas."
-                if total and len(rows) > 1
-                else "its items are compared across areas."
-                if len(rows) > 1
-                else "it has one semantic area."
-            )
+        scope = "The study ranks its areas jointly: " + (
+            f"{count(cross)} of {count(total)} votes ({percent(cross / total)}) compared items of two "
+            "different areas."
+            if total and len(rows) > 1
+            else "its items are compared across areas."
+            if len(rows) > 1
+            else "it has one semantic area."
         )
     return [
         Paragraph(scope),
         Table(
-            header=("Semantic area", "Items", "Scored (coverage)", "Votes within the area", "Mean SD of ȳ", "Median SD"),
+            header=(
+                "Semantic area",
+                "Items",
+                "Scored (coverage)",
+                "Votes within the area",
+                "Mean SD of ȳ",
+                "Median SD",
+            ),
             rows=tuple(
                 (
                     str(row["name"]),

@@ -115,7 +115,9 @@ def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
         rng = np.random.default_rng([study.seed, REPLICATES_STREAM])
         # A study ranked per area re-scores each replicate per area, as its closes did (§2.1-2.2).
         strata = (
-            arrays.item_areas(study_id=study.pk) if study.ranking_scope == Study.RankingScope.PER_AREA else None
+            arrays.item_areas(study_id=study.pk)
+            if study.ranking_scope == Study.RankingScope.PER_AREA
+            else None
         )
         replicates = bootstrap_scores(
             votes.ballots, votes.item_count, rng, replicate_count(votes.item_count), strata=strata

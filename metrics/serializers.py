@@ -260,7 +260,9 @@ class LeaderboardMetricsSerializer(serializers.Serializer):
 
 
 class AreaCoefficientSerializer(serializers.Serializer):
-    value = serializers.FloatField(allow_null=True, help_text="null when the area has fewer than two covered items.")
+    value = serializers.FloatField(
+        allow_null=True, help_text="null when the area has fewer than two covered items."
+    )
     standard_error = serializers.FloatField(
         allow_null=True, required=False, help_text="SD of the value over the study's bootstrap replicates."
     )

@@ -263,7 +263,8 @@ def select_survivors_by_stratum(score, in_ballot, strata, survivor_counts: dict)
             f"survivor counts are given for strata {sorted(survivor_counts)} but the ballot holds {sorted(present)}"
         )
     parts = [
-        select_survivors(score, in_ballot & (strata == label), count) for label, count in survivor_counts.items()
+        select_survivors(score, in_ballot & (strata == label), count)
+        for label, count in survivor_counts.items()
     ]
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 

@@ -301,7 +301,8 @@ def area_plans(
             problems.append(f"area {name!r} ({counted(count, 'item')}): {exc}")
     if problems:
         raise ValueError(
-            "ranked per area, every area must hold enough items for the plan on its own: " + "; ".join(problems)
+            "ranked per area, every area must hold enough items for the plan on its own: "
+            + "; ".join(problems)
         )
     if appearances is None:
         if comparison_budget is None:
@@ -345,7 +346,8 @@ def _area_warnings(by_area: dict[str, BallotPlan]) -> tuple[str, ...]:
         for warning in plan.warnings:
             areas_of.setdefault(warning, []).append(name)
     return tuple(
-        f"{'area' if len(names) == 1 else 'areas'} {listed(names)}: {warning}" for warning, names in areas_of.items()
+        f"{'area' if len(names) == 1 else 'areas'} {listed(names)}: {warning}"
+        for warning, names in areas_of.items()
     )
 
 

@@ -18,11 +18,11 @@ from collection.selectors import studies_with_progress, study_job_shown, study_p
 from collection.studies import (
     QUALITY_SETTINGS,
     STUDY_SETTINGS,
+    study_area_item_counts,
+    study_area_plans,
     study_create,
     study_deletable,
     study_delete,
-    study_area_item_counts,
-    study_area_plans,
     study_plan,
     study_settings_frozen,
     study_update,

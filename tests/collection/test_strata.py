@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from scipy import stats
 
+from collection.lifecycle import study_start
 from collection.models import Comparison, ItemScore, Study
 from collection.pools import items_generate, tokens_import
-from collection.lifecycle import study_start
 from collection.studies import study_create, study_update
 from common.errors import ServiceError
 from metrics import services as metric_services
@@ -68,8 +68,10 @@ def test_the_admin_creates_a_per_area_study_and_its_plan_panel_says_so(admin_cli
     items_generate(study=study)
     page = admin_client.get(reverse("admin:collection_study_change", args=[study.pk])).content.decode()
     assert "One ranking per semantic area (2 areas): each ballot compares items of the same area only" in page
-    assert "<th scope=\"row\">animals</th><td>15</td><td>15 → 8 → 4</td><td>54</td>" in page  # 4·15/2 + 4·8/2 + 4·4/2
-    assert "<th scope=\"row\">tools</th><td>10</td><td>10 → 5 → 3</td><td>36</td>" in page  # 20 + 10 + ⌈4·3/2⌉
+    assert (
+        '<th scope="row">animals</th><td>15</td><td>15 → 8 → 4</td><td>54</td>' in page
+    )  # 4·15/2 + 4·8/2 + 4·4/2
+    assert '<th scope="row">tools</th><td>10</td><td>10 → 5 → 3</td><td>36</td>' in page  # 20 + 10 + ⌈4·3/2⌉
 
 
 def test_a_joint_study_says_how_many_comparisons_cross_areas(admin_client):
@@ -116,7 +118,10 @@ def test_per_area_ballots_compare_within_areas_and_keep_each_areas_top(per_area_
     for ballot in study.ballots.order_by("number"):
         in_ballot = [area[pk] for pk in ballot.items.values_list("pk", flat=True)]
         k = ballot.number
-        assert (in_ballot.count("animals"), in_ballot.count("tools")) == (SIZES["animals"][k - 1], SIZES["tools"][k - 1])
+        assert (in_ballot.count("animals"), in_ballot.count("tools")) == (
+            SIZES["animals"][k - 1],
+            SIZES["tools"][k - 1],
+        )
         scores = ItemScore.objects.filter(ballot=ballot).values_list("item", "score", "survived", "win_ratio")
         for name in AREAS:
             rows = sorted(((-s, pk, kept) for pk, s, kept, _ in scores if area[pk] == name))
@@ -125,7 +130,11 @@ def test_per_area_ballots_compare_within_areas_and_keep_each_areas_top(per_area_
                 assert kept == [True] * SIZES[name][k] + [False] * (SIZES[name][k - 1] - SIZES[name][k])
         if k > 1:
             # b(k) of each area from its own items (Eq. 6), as stored.
-            previous = dict(ItemScore.objects.filter(ballot__study=study, ballot__number=k - 1).values_list("item", "score"))
+            previous = dict(
+                ItemScore.objects.filter(ballot__study=study, ballot__number=k - 1).values_list(
+                    "item", "score"
+                )
+            )
             for name in AREAS:
                 x = np.array([w for pk, _, _, w in scores if area[pk] == name and w is not None])
                 y = np.array([previous[pk] for pk, _, _, w in scores if area[pk] == name and w is not None])
@@ -140,16 +149,26 @@ def test_results_exports_card_and_leaderboard_per_area(per_area_run, admin_clien
     assert "Final rankings, one per semantic area" in page
     assert "animals: top 15 of 15 items" in page and "tools: top 10 of 10 items" in page
 
-    rows = list(csv.DictReader(io.StringIO(
-        b"".join(admin_client.get(reverse("scoring:export-dataset-csv", args=[study.slug])).streaming_content).decode()
-    )))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                b"".join(
+                    admin_client.get(
+                        reverse("scoring:export-dataset-csv", args=[study.slug])
+                    ).streaming_content
+                ).decode()
+            )
+        )
+    )
     for name, size in (("animals", 15), ("tools", 10)):
         area_rows = sorted((int(r["final_rank"]), int(r["area_rank"])) for r in rows if r["area"] == name)
         # The area's rank follows the study-wide order restricted to the area: 1 … N_a.
         assert [area_rank for _, area_rank in area_rows] == list(range(1, size + 1))
-    data = json.loads(b"".join(
-        admin_client.get(reverse("scoring:export-dataset-json", args=[study.slug])).streaming_content
-    ))
+    data = json.loads(
+        b"".join(
+            admin_client.get(reverse("scoring:export-dataset-json", args=[study.slug])).streaming_content
+        )
+    )
     assert data["study"]["ranking_scope"] == "per_area"
     assert data["study"]["plan"]["areas"]["tools"]["ballot_sizes"] == [10, 5, 3]
     assert set(data["study"]["ballots"][1]["area_rescale_slopes"]) == {"animals", "tools"}
@@ -171,7 +190,10 @@ def test_results_exports_card_and_leaderboard_per_area(per_area_run, admin_clien
     model = {pk: (score if area[pk] == "animals" else rng.random()) for pk, score in final.items()}
     owner = User.objects.create_user("owner")
     metric_services.submission_create(
-        study=study, owner=owner, model_name="zoo", source_format="json",
+        study=study,
+        owner=owner,
+        model_name="zoo",
+        source_format="json",
         data=[{"item": pk, "score": score} for pk, score in model.items()],
     )
     board = leaderboard_for(study=study, metric="rho_w")

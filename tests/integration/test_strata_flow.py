@@ -45,7 +45,9 @@ def test_a_real_worker_runs_a_per_area_study_to_one_ranking_per_area(celery_work
             comparison = result.assignment.comparison
             better_left = index_of[comparison.left_item_id] < index_of[comparison.right_item_id]
             vote_record(
-                annotator=annotator, assignment_id=result.assignment.pk, choice="left" if better_left else "right"
+                annotator=annotator,
+                assignment_id=result.assignment.pk,
+                choice="left" if better_left else "right",
             )
             cast += 1
         study.refresh_from_db()

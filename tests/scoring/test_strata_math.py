@@ -43,7 +43,9 @@ def test_a_stratified_schedule_refuses_a_stratum_of_one_item():
 
 
 def test_the_per_area_plan_applies_eq_2_and_3_to_each_area_and_sums_them():
-    plans = area_plans(area_item_counts={"animals": 15, "tools": 10}, ballot_count=3, keep_fraction=0.5, appearances=4)
+    plans = area_plans(
+        area_item_counts={"animals": 15, "tools": 10}, ballot_count=3, keep_fraction=0.5, appearances=4
+    )
     # animals: 15 → round(7.5) = 8 → 4; tools: 10 → 5 → round(2.5) = 3 (halves up).
     assert plans.by_area["animals"].sizes == (15, 8, 4)
     assert plans.by_area["tools"].sizes == (10, 5, 3)
@@ -52,11 +54,17 @@ def test_the_per_area_plan_applies_eq_2_and_3_to_each_area_and_sums_them():
     assert plans.total.comparisons == (50, 26, 14)
     assert plans.total.total_comparisons == 90
     # A joint plan of the same 25 items would keep 13 then 7 too, but its survivors could all be animals.
-    assert ballot_plan(item_count=25, ballot_count=3, keep_fraction=0.5, appearances=4).comparisons == (50, 26, 14)
+    assert ballot_plan(item_count=25, ballot_count=3, keep_fraction=0.5, appearances=4).comparisons == (
+        50,
+        26,
+        14,
+    )
 
 
 def test_the_per_area_warnings_name_their_areas():
-    plans = area_plans(area_item_counts={"animals": 15, "tools": 10}, ballot_count=3, keep_fraction=0.5, appearances=5)
+    plans = area_plans(
+        area_item_counts={"animals": 15, "tools": 10}, ballot_count=3, keep_fraction=0.5, appearances=5
+    )
     warnings = plans.total.warnings
     # M_top = 15 < 100 in both areas: once, for both.
     assert [w for w in warnings if "M_top" in w] == [
@@ -70,7 +78,9 @@ def test_the_per_area_warnings_name_their_areas():
 
 def test_the_per_area_plan_says_which_area_is_too_small():
     with pytest.raises(ValueError) as error:
-        area_plans(area_item_counts={"animals": 15, "tools": 3}, ballot_count=3, keep_fraction=0.5, appearances=4)
+        area_plans(
+            area_item_counts={"animals": 15, "tools": 3}, ballot_count=3, keep_fraction=0.5, appearances=4
+        )
     message = str(error.value)
     assert "area 'tools' (3 items): ballot 3 would hold 1 item" in message
     assert "animals" not in message
@@ -79,7 +89,10 @@ def test_the_per_area_plan_says_which_area_is_too_small():
 def test_a_budget_gives_the_largest_even_m_over_every_areas_ballots():
     # Σ_a Σ_k N_a(k) = (15 + 8 + 4) + (10 + 5 + 3) = 45; M = 2·⌊500 / 45⌋ = 22.
     plans = area_plans(
-        area_item_counts={"animals": 15, "tools": 10}, ballot_count=3, keep_fraction=0.5, comparison_budget=500
+        area_item_counts={"animals": 15, "tools": 10},
+        ballot_count=3,
+        keep_fraction=0.5,
+        comparison_budget=500,
     )
     assert plans.total.appearances == 22
     assert plans.total.total_comparisons == 11 * 45 <= 500
@@ -104,7 +117,13 @@ def test_the_survivors_are_the_top_alpha_of_each_area_hand_worked():
     # with area 1 at 0.95, 0.9, 0.85, 0.8 the joint top 5 would take only one item of area 0.
     assert sorted(survivors.tolist()) == [0, 2, 3, 6, 8]
     strong = np.array([0.9, 0.1, 0.5, 0.5, 0.3, 0.95, 0.9, 0.85, 0.8])
-    assert sorted(select_survivors_by_stratum(strong, in_ballot, strata, {0: 3, 1: 2}).tolist()) == [0, 2, 3, 5, 6]
+    assert sorted(select_survivors_by_stratum(strong, in_ballot, strata, {0: 3, 1: 2}).tolist()) == [
+        0,
+        2,
+        3,
+        5,
+        6,
+    ]
 
 
 def test_each_area_is_its_own_chain_of_eq_6_hand_worked():
@@ -158,11 +177,19 @@ def test_the_coefficients_per_area_are_scipys_on_the_areas_items():
         covered = (strata == label) & np.isfinite(model)
         entry = by_area[label]
         assert (entry["items"], entry["covered"]) == ((12, 9)[label], int(covered.sum()))
-        assert entry["rho"]["value"] == pytest.approx(stats.spearmanr(model[covered], human[covered])[0], abs=1e-12)
-        assert entry["tau"]["value"] == pytest.approx(stats.kendalltau(model[covered], human[covered])[0], abs=1e-12)
+        assert entry["rho"]["value"] == pytest.approx(
+            stats.spearmanr(model[covered], human[covered])[0], abs=1e-12
+        )
+        assert entry["tau"]["value"] == pytest.approx(
+            stats.kendalltau(model[covered], human[covered])[0], abs=1e-12
+        )
         model_ranks, human_ranks = ranks_from_scores(model[covered]), ranks_from_scores(human[covered])
-        assert entry["rho_w"]["value"] == pytest.approx(weighted_spearman(model_ranks, human_ranks, 2.0), abs=1e-12)
-        assert entry["tau_w"]["value"] == pytest.approx(weighted_kendall(model_ranks, human_ranks, 2.0), abs=1e-12)
+        assert entry["rho_w"]["value"] == pytest.approx(
+            weighted_spearman(model_ranks, human_ranks, 2.0), abs=1e-12
+        )
+        assert entry["tau_w"]["value"] == pytest.approx(
+            weighted_kendall(model_ranks, human_ranks, 2.0), abs=1e-12
+        )
 
 
 def test_the_coefficients_per_area_get_intervals_from_the_shared_replicates():
@@ -181,8 +208,14 @@ def test_the_coefficients_per_area_get_intervals_from_the_shared_replicates():
 def test_an_area_with_one_covered_item_has_no_values():
     strata = np.array([0, 0, 0, 1])
     by_area = coefficients_by_stratum(np.array([1.0, 2, 3, 4]), np.array([3.0, 2, 1, 0]), strata)
-    assert by_area[1] == {"items": 1, "covered": 1, "rho_w": {"value": None}, "tau_w": {"value": None},
-                          "rho": {"value": None}, "tau": {"value": None}}
+    assert by_area[1] == {
+        "items": 1,
+        "covered": 1,
+        "rho_w": {"value": None},
+        "tau_w": {"value": None},
+        "rho": {"value": None},
+        "tau": {"value": None},
+    }
     assert by_area[0]["rho"]["value"] == pytest.approx(-1.0)
 
 
@@ -206,8 +239,12 @@ def test_a_per_area_bootstrap_rescales_each_area_on_its_own():
     # The same draws (ballot after ballot, R × V_k), scored replicate by replicate by scoring.borda.
     rng = np.random.default_rng(1)
     counts = [
-        np.apply_along_axis(np.bincount, 1, rng.integers(0, b.vote_count, (replicates, b.vote_count), dtype=np.int32),
-                            minlength=b.vote_count)
+        np.apply_along_axis(
+            np.bincount,
+            1,
+            rng.integers(0, b.vote_count, (replicates, b.vote_count), dtype=np.int32),
+            minlength=b.vote_count,
+        )
         for b in ballots
     ]
     for r in range(replicates):
