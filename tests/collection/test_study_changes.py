@@ -496,7 +496,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        5,  # card version 5: chance levels of plain ρ and τ too (README)
+        6,  # card version 6: the ranking scope and figures per semantic area (README)
         [
             {
                 "changed_at": moment.isoformat(),
