@@ -43,6 +43,14 @@ def item_ids(*, study_id: int) -> np.ndarray:
     return ids
 
 
+def item_areas(*, study_id: int) -> np.ndarray:
+    """The semantic area's database id of every item of the study, by index: ``item_areas(...)[index]``."""
+    rows = _table(Item.objects.filter(study_id=study_id).values_list("index", "area_id"), 2)
+    areas = np.zeros(rows.shape[0], dtype=np.int64)
+    areas[_integers(rows[:, 0])] = _integers(rows[:, 1])
+    return areas
+
+
 def ballot_item_indices(*, ballot_id: int) -> np.ndarray:
     """The indices of the items in the ballot, ascending."""
     rows = BallotItem.objects.filter(ballot_id=ballot_id).order_by("item__index").values_list("item__index")

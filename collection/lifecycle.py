@@ -28,13 +28,29 @@ from django.utils import timezone
 
 from collection import arrays
 from collection.jobs import study_jobs_restart
-from collection.models import Assignment, Ballot, BallotItem, Comparison, Item, ItemScore, Study
+from collection.models import (
+    Assignment,
+    Ballot,
+    BallotItem,
+    Comparison,
+    Item,
+    ItemScore,
+    SemanticArea,
+    Study,
+)
 from collection.pools import require_no_job
-from collection.schedule import ballot_schedule
-from collection.studies import study_plan
+from collection.schedule import ballot_schedule, stratified_schedule
+from collection.studies import study_area_plans, study_plan
 from common.errors import ServiceError, StudyStateError
 from common.tasks import enqueue_on_commit
-from scoring.borda import ballot_tallies, final_order, score_ballot, select_survivors
+from scoring.borda import (
+    ballot_tallies,
+    final_order,
+    score_ballot,
+    score_ballot_by_stratum,
+    select_survivors,
+    select_survivors_by_stratum,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +91,11 @@ def ballot_open(*, study: Study, number: int, item_indices, now: datetime | None
     if found != item_indices.size:
         raise ServiceError(f"ballot {number}: {item_indices.size - found} of its items do not exist")
     rng = np.random.default_rng([study.seed, number])
-    local = ballot_schedule(item_indices.size, study.appearances, rng)
+    if study.ranking_scope == Study.RankingScope.PER_AREA:
+        areas = arrays.item_areas(study_id=study.pk)
+        local = stratified_schedule(areas[item_indices], study.appearances, rng)
+    else:
+        local = ballot_schedule(item_indices.size, study.appearances, rng)
     pairs = item_indices[local]
     deadline = now + timedelta(hours=study.ballot_deadline_hours) if study.ballot_deadline_hours else None
     ballot = Ballot.objects.create(
@@ -229,7 +249,7 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
             previous = arrays.ballot_scores(
                 study_id=study.pk, number=ballot.number - 1, item_count=item_count
             )
-        scores = score_ballot(
+        chain = dict(
             ballot=ballot.number,
             wins=wins,
             ties=ties,
@@ -237,12 +257,27 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
             previous_score=None if previous is None else previous.score,
             previous_measured=None if previous is None else previous.measured,
         )
-
         last = ballot.number >= study.ballot_count
         survivors = np.empty(0, dtype=np.int64)
-        if not last:
-            sizes = study_plan(study=study, item_count=item_count).sizes
-            survivors = np.sort(select_survivors(scores.score, in_ballot, sizes[ballot.number]))
+        area_slopes = {}
+        if study.ranking_scope == Study.RankingScope.PER_AREA:
+            # Each area is its own chain of ballots (§2.1-2.2): its b(k), its scores, its top α.
+            areas = arrays.item_areas(study_id=study.pk)
+            names = dict(SemanticArea.objects.filter(study=study).values_list("pk", "name"))
+            scores, slopes = score_ballot_by_stratum(strata=areas, **chain)
+            area_slopes = {names[area]: slope for area, slope in slopes.items()}
+            if not last:
+                plans = study_area_plans(study=study).by_area
+                counts = {
+                    area: plans[names[area]].sizes[ballot.number]
+                    for area in np.unique(areas[in_ballot_indices]).tolist()
+                }
+                survivors = np.sort(select_survivors_by_stratum(scores.score, in_ballot, areas, counts))
+        else:
+            scores = score_ballot(**chain)
+            if not last:
+                sizes = study_plan(study=study, item_count=item_count).sizes
+                survivors = np.sort(select_survivors(scores.score, in_ballot, sizes[ballot.number]))
         survived = np.zeros(item_count, dtype=bool)
         survived[survivors] = True
 
@@ -267,14 +302,16 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
         )
         ballot.status = Ballot.Status.CLOSED
         ballot.closed_at = now
-        ballot.rescale_slope = scores.rescale_slope if ballot.number > 1 else None
-        ballot.save(update_fields=["status", "closed_at", "rescale_slope"])
+        per_area = study.ranking_scope == Study.RankingScope.PER_AREA
+        ballot.rescale_slope = scores.rescale_slope if ballot.number > 1 and not per_area else None
+        ballot.area_rescale_slopes = area_slopes if ballot.number > 1 else {}
+        ballot.save(update_fields=["status", "closed_at", "rescale_slope", "area_rescale_slopes"])
         logger.info(
-            "closed %s: %d votes of %d comparisons, b = %.4f",
+            "closed %s: %d votes of %d comparisons, b = %s",
             ballot,
             len(votes),
             ballot.comparison_count,
-            scores.rescale_slope,
+            area_slopes or f"{scores.rescale_slope:.4f}",
         )
 
         if not last:

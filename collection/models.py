@@ -68,6 +68,19 @@ class Study(models.Model):
     )
     allow_ties = models.BooleanField(default=False, help_text='Offer an "equally related" answer.')
 
+    class RankingScope(models.TextChoices):
+        JOINT = "joint", "one joint ranking of all areas"
+        PER_AREA = "per_area", "one ranking per semantic area"
+
+    ranking_scope = models.CharField(
+        max_length=10,
+        choices=RankingScope.choices,
+        default=RankingScope.JOINT,
+        help_text="Joint: the areas are ranked together, so a comparison may set a pair of one area against "
+        "a pair of another. Per area (§2.1-2.2): comparisons only within an area, survivors and scores "
+        "per area, one final ranking per area.",
+    )
+
     ballot_count = models.PositiveSmallIntegerField(
         default=7,
         validators=[
@@ -325,6 +338,11 @@ class Study(models.Model):
                 violation_error_message=limits.SEED_MESSAGE,
             ),
             models.CheckConstraint(
+                condition=Q(ranking_scope__in=["joint", "per_area"]),
+                name="study_ranking_scope_known",
+                violation_error_message="ranking_scope must be joint or per_area.",
+            ),
+            models.CheckConstraint(
                 condition=Q(max_wait_seconds__gte=limits.MIN_WAIT_SECONDS)
                 & Q(max_wait_seconds__lte=limits.MAX_WAIT_SECONDS),
                 name="study_max_wait_bounded",
@@ -530,6 +548,12 @@ class Ballot(models.Model):
     deadline = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     rescale_slope = models.FloatField(null=True, blank=True, help_text="b̂(k) of Eq. 6.")
+    area_rescale_slopes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="b̂(k) of Eq. 6 for each semantic area, by area name, in a study ranked per area "
+        "(each area's own chain of ballots); empty in a joint study.",
+    )
     close_seconds = models.FloatField(
         null=True,
         blank=True,

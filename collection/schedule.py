@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ballot_schedule", "schedule_for_appearances", "uniform_schedule"]
+__all__ = ["ballot_schedule", "schedule_for_appearances", "stratified_schedule", "uniform_schedule"]
 
 _MAX_REPAIR_ROUNDS = 10_000
 
@@ -30,6 +30,31 @@ def ballot_schedule(item_count: int, appearances: int, rng: np.random.Generator)
     if (item_count * appearances) % 2 == 1:
         degrees[rng.integers(item_count)] += 1
     return schedule_for_appearances(degrees, rng)
+
+
+def stratified_schedule(strata, appearances: int, rng: np.random.Generator) -> np.ndarray:
+    """Comparisons of one ballot ranked per semantic area (§2.1-2.2): items meet items of their stratum only.
+
+    ``strata`` gives the stratum (the semantic area) of each of the ballot's items, by position. Each
+    stratum gets its own ``ballot_schedule``: every item appears M times, one random item of a stratum
+    M+1 times when M·N_a(k) is odd, ⌈M·N_a(k)/2⌉ comparisons per stratum; the strata's comparisons are
+    then shuffled together, so that annotators see the areas mixed. Every stratum needs two items.
+    """
+    strata = np.asarray(strata)
+    if strata.ndim != 1 or strata.size < 2:
+        raise ValueError("strata must give the stratum of each of at least two items")
+    labels, counts = np.unique(strata, return_counts=True)
+    if counts.min() < 2:
+        lonely = labels[counts < 2].tolist()
+        raise ValueError(f"every stratum needs at least two items; these have one: {lonely}")
+    positions_by_label = np.argsort(strata, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    parts = [
+        positions_by_label[start : start + count][ballot_schedule(int(count), appearances, rng)]
+        for start, count in zip(starts.tolist(), counts.tolist(), strict=True)
+    ]
+    pairs = np.concatenate(parts)
+    return pairs[rng.permutation(pairs.shape[0])]
 
 
 def uniform_schedule(item_count: int, comparison_count: int, rng: np.random.Generator) -> np.ndarray:

@@ -106,6 +106,7 @@ def study_progress(*, study: Study) -> list[dict]:
             "closed_at": ballot.closed_at,
             "deadline": ballot.deadline,
             "rescale_slope": ballot.rescale_slope,
+            "area_rescale_slopes": ballot.area_rescale_slopes,
         }
         for ballot in Ballot.objects.filter(study=study)
         .annotate(item_count=Count("items"))

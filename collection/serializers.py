@@ -94,6 +94,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "question",
             "instructions",
             "allow_ties",
+            "ranking_scope",
             "ballot_count",
             "keep_fraction",
             "appearances",

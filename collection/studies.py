@@ -14,18 +14,53 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from collection import limits
 from collection.models import Item, SemanticArea, Study, StudyChange, Token
 from common.errors import ServiceError, StudyStateError
-from scoring.plan import BallotPlan, ballot_plan, plan_for_budget
+from scoring.plan import AreaPlans, BallotPlan, area_plans, ballot_plan, plan_for_budget
 
 # --- the plan ------------------------------------------------------------------------------------
 
 
+def study_area_item_counts(*, study: Study) -> dict[str, int]:
+    """The number of items of each semantic area of the study that has any, by area name."""
+    rows = (
+        Item.objects.filter(study=study)
+        .values_list("area__name")
+        .annotate(count=Count("id"))
+        .order_by("area__name")
+    )
+    return dict(rows)
+
+
+def study_area_plans(*, study: Study) -> AreaPlans:
+    """The plan of each semantic area of a study ranked per area, and their sum (``scoring.plan.area_plans``)."""
+    try:
+        plans = area_plans(
+            area_item_counts=study_area_item_counts(study=study),
+            ballot_count=study.ballot_count,
+            keep_fraction=study.keep_fraction,
+            appearances=study.appearances or None,
+            comparison_budget=None if study.appearances else study.comparison_budget,
+            seconds_per_comparison=study.seconds_per_comparison,
+        )
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+    _check_size(plans.total)
+    return plans
+
+
 def study_plan(*, study: Study, item_count: int | None = None) -> BallotPlan:
-    """The study's ballot plan for its current number of items (Eq. 2-4, 10 and §2.7 warnings)."""
+    """The study's ballot plan for its current number of items (Eq. 2-4, 10 and §2.7 warnings).
+
+    For a study ranked per area, the sum of its areas' plans (``study_area_plans``): ``item_count`` is
+    then ignored, as the plan depends on each area's items.
+    """
+    if study.pk is not None and study.ranking_scope == Study.RankingScope.PER_AREA:
+        return study_area_plans(study=study).total
     count = study.items.count() if item_count is None else item_count
     common = dict(
         item_count=count,
@@ -42,13 +77,17 @@ def study_plan(*, study: Study, item_count: int | None = None) -> BallotPlan:
             raise ServiceError("the plan needs either appearances M or a comparison budget")
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
+    _check_size(plan)
+    return plan
+
+
+def _check_size(plan: BallotPlan) -> None:
     if plan.total_comparisons > limits.MAX_TOTAL_COMPARISONS:
         raise ServiceError(
             f"this plan needs {plan.total_comparisons:,} comparisons (N_comp, Eq. 3); a study runs at most "
             f"{limits.MAX_TOTAL_COMPARISONS:,} (833 person-hours at 6 s each; every comparison is a row made "
             "when its ballot opens): lower M, n_b or α, or use fewer items"
         )
-    return plan
 
 
 # --- the settings and the states in which each may change ----------------------------------------
@@ -102,6 +141,9 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
         "seconds per comparison", _DRAFT_ONLY, "the plan's cost estimate (Eq. 10) was made with it"
     ),
     "seed": StudySetting("seed", _DRAFT_ONLY, "it drew the schedules of the ballots already opened"),
+    "ranking_scope": StudySetting(
+        "ranking scope (joint or per area)", _DRAFT_ONLY, "the ballots already opened were drawn with it"
+    ),
     # How the collection runs, not what a vote means; each applies from its change on: a lease to the
     # comparisons leased after it, a cap to the next comparison asked for, a deadline to the ballots
     # opened after it (the open ballot keeps its deadline: close it now to end it early).
@@ -135,6 +177,7 @@ QUALITY_SETTINGS = tuple(name for name in STUDY_SETTINGS if name.startswith("qua
 
 
 PLAN_SETTINGS = (
+    "ranking_scope",
     "ballot_count",
     "keep_fraction",
     "appearances",
@@ -342,6 +385,7 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         question=study.question,
         instructions=study.instructions,
         allow_ties=study.allow_ties,
+        ranking_scope=study.ranking_scope,
         ballot_count=study.ballot_count,
         keep_fraction=study.keep_fraction,
         appearances=study.appearances,

@@ -315,6 +315,12 @@ def _procedure(card: Mapping) -> Section:
                     f"{count(procedure.get('items'))}: unordered pairs of two distinct tokens of one semantic area (§2.2)",
                 ),
                 ("Semantic areas", count(len(areas))),
+                (
+                    "Ranking",
+                    "one ranking per semantic area: comparisons, survivors and scores within each area (§2.1-2.2)"
+                    if procedure.get("ranking_scope") == "per_area"
+                    else "one joint ranking of every area: a comparison may set items of two areas against each other",
+                ),
             )
         )
     )
@@ -531,7 +537,59 @@ def _precision(card: Mapping, labels: Mapping[int, str]) -> Section:
             collapsed=True,
         )
     )
+    blocks.extend(_area_blocks(card))
     return Section("precision", "3. Precision", "Welty §5.6", tuple(blocks))
+
+
+def _area_blocks(card: Mapping) -> list:
+    """Coverage and precision per semantic area, and what the ranking scope means for them."""
+    areas = card.get("areas") or {}
+    rows = areas.get("by_area") or []
+    if not rows:
+        return []
+    if areas.get("ranking_scope") == "per_area":
+        scope = (
+            "The study ranks each semantic area on its own (Lombardo et al. §2.1-2.2): every comparison set two "
+            "items of one area against each other, each area kept its own top α after every ballot, and its "
+            "scores ȳ are on its own scale."
+        )
+    else:
+        cross, total = areas.get("cross_area_votes", 0), areas.get("votes", 0)
+        scope = "The study ranks its areas jointly: " + (
+            f"{count(cross)} of {count(total)} votes ({percent(cross / total)}) compared items of two "
+            "different areas."
+            if total and len(rows) > 1
+            else "its items are compared across areas."
+            if len(rows) > 1
+            else "it has one semantic area."
+        )
+    return [
+        Paragraph(scope),
+        Table(
+            header=(
+                "Semantic area",
+                "Items",
+                "Scored (coverage)",
+                "Votes within the area",
+                "Mean SD of ȳ",
+                "Median SD",
+            ),
+            rows=tuple(
+                (
+                    str(row["name"]),
+                    count(row["items"]),
+                    f"{count(row['scored'])} ({percent(row['scored'] / row['items']) if row['items'] else '—'})",
+                    count(row["votes"]),
+                    number(row.get("mean_sd")),
+                    number(row.get("median_sd")),
+                )
+                for row in rows
+            ),
+            numeric=(False, True, True, True, True, True),
+            caption="Coverage and precision per semantic area: the items with a score, the votes that compared "
+            "two of the area's items, and the SD of ȳ over the area's items.",
+        ),
+    ]
 
 
 def _by_score_descending(row: Mapping) -> tuple[float, int]:
@@ -714,6 +772,8 @@ def _fragility_blocks(card: Mapping) -> list:
     rows = []
     for entry in fragility["entries"]:
         what = "the top item" if entry["k"] == 1 else f"the top-{count(entry['k'])} set"
+        if entry.get("area"):
+            what += f" of {entry['area']}"
         if entry.get("votes") is None:
             found = (
                 f"no removal found: the search tried up to {count(fragility.get('max_steps'))} votes per contested "

@@ -51,6 +51,7 @@ __all__ = [
     "COEFFICIENTS",
     "annotator_agreement",
     "coefficient_replicates",
+    "coefficients_by_stratum",
     "evaluate",
     "graded_relevance",
     "indistinguishable_groups",
@@ -197,6 +198,55 @@ def evaluate(
                 else None
             )
         result[name] = entry
+    return result
+
+
+def coefficients_by_stratum(
+    model_score,
+    human_score,
+    strata,
+    *,
+    weight_offset: float = 2.0,
+    human_replicates: np.ndarray | None = None,
+) -> dict:
+    """ρ_w, τ_w, ρ and τ (Eq. 7-9) restricted to the items of each stratum (semantic area), by label.
+
+    Within a stratum both rankings are re-ranked over its covered items only (rank 1 = the area's
+    first), so ρ_w and τ_w weigh the area's own top. With ``human_replicates`` (R × N, the study's
+    shared bootstrap replicates) each coefficient gets its standard error and the 95% interval
+    value ± 1.96·SE, as ``evaluate`` gives them. A stratum with fewer than two covered items has
+    no values. Per label: ``items``, ``covered`` and one entry per coefficient.
+    """
+    model_score = np.asarray(model_score, dtype=np.float64)
+    human_score = np.asarray(human_score, dtype=np.float64)
+    strata = np.asarray(strata)
+    if not (model_score.shape == human_score.shape == strata.shape):
+        raise ValueError("the model, the human scores and the strata must cover the same items")
+    scored = np.isfinite(model_score) & np.isfinite(human_score)
+    result = {}
+    for label in np.unique(strata).tolist():  # a loop over areas; the items are arrays
+        inside = strata == label
+        covered = inside & scored
+        count = int(covered.sum())
+        entry: dict = {"items": int(inside.sum()), "covered": count}
+        if count < 2:
+            result[label] = entry | {name: {"value": None} for name in COEFFICIENTS}
+            continue
+        model_ranks = ranks_from_scores(model_score[covered])
+        human_ranks = ranks_from_scores(human_score[covered])
+        points = _point_values(model_ranks, human_ranks, weight_offset)
+        replicates = None
+        if human_replicates is not None:
+            filled = np.asarray(human_replicates, dtype=np.float64)[:, covered]
+            filled = np.where(np.isfinite(filled), filled, human_score[covered][None, :])
+            replicates = coefficient_replicates(model_ranks, filled, weight_offset)
+        for name in COEFFICIENTS:
+            value = finite_or_none(points[name])
+            entry[name] = {"value": value}
+            if replicates is not None:
+                entry[name]["standard_error"] = _standard_error(replicates[name])
+                entry[name]["interval"] = _interval(value, replicates[name])
+        result[label] = entry
     return result
 
 

@@ -18,8 +18,9 @@ import json
 
 import numpy as np
 
+from collection import arrays
 from collection.models import Study
-from metrics.evaluation import evaluate
+from metrics.evaluation import coefficients_by_stratum, evaluate
 from metrics.metrology import bootstrap_scores, chance_level
 from metrics.models import StudyFigure, Submission
 from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
@@ -34,6 +35,7 @@ CHANCE_STREAM = 4428
 # 2: ρ and τ beside ρ_w and τ_w, on the same permutations (which, like ρ_w and τ_w, are unchanged).
 CHANCE_VERSION = 2
 CHANCE_COEFFICIENTS = ("rho_w", "tau_w", "rho", "tau")
+AREA_VERSION = 1  # the per-area coefficients of a submission (submission_area_coefficients)
 
 
 def replicate_count(item_count: int) -> int:
@@ -111,13 +113,46 @@ def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
     def compute():
         votes = study_votes(study=study)
         rng = np.random.default_rng([study.seed, REPLICATES_STREAM])
-        replicates = bootstrap_scores(votes.ballots, votes.item_count, rng, replicate_count(votes.item_count))
+        # A study ranked per area re-scores each replicate per area, as its closes did (§2.1-2.2).
+        strata = (
+            arrays.item_areas(study_id=study.pk)
+            if study.ranking_scope == Study.RankingScope.PER_AREA
+            else None
+        )
+        replicates = bootstrap_scores(
+            votes.ballots, votes.item_count, rng, replicate_count(votes.item_count), strata=strata
+        )
         # Stored as float32 (half the bytes); read back as float64. Computed ones go through the same
         # rounding, so a figure is the same whether it was just computed or read back.
         replicates = replicates.astype(np.float32).astype(np.float64)
         return {"replicates": int(replicates.shape[0]), "items": votes.item_count}, replicates
 
     return cached(study, "bootstrap", {}, compute, with_array=True, store=store)[1]
+
+
+def submission_area_coefficients(*, submission: Submission, weight_offset: float, store: bool = True) -> list:
+    """The four coefficients of the submission restricted to each semantic area's items, with 95%
+    intervals from the study's replicates (``evaluation.coefficients_by_stratum``), by area name."""
+    study = submission.study
+
+    def compute():
+        human = final_scores(study=study)
+        item_area = arrays.item_areas(study_id=study.pk)
+        names = dict(study.areas.values_list("pk", "name"))
+        by_area = coefficients_by_stratum(
+            model_scores(submission),
+            human,
+            item_area,
+            weight_offset=weight_offset,
+            human_replicates=study_replicates(study=study, store=store),
+        )
+        return sorted(
+            ({"area": names.get(area, str(area)), **entry} for area, entry in by_area.items()),
+            key=lambda entry: entry["area"],
+        )
+
+    parameters = {"submission": submission.pk, "n0": weight_offset, "version": AREA_VERSION}
+    return cached(study, "areas", parameters, compute, store=store)
 
 
 def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bool = True) -> dict:

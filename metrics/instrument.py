@@ -42,8 +42,8 @@ from scoring.fragility import VoteTable, removals_to_change
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
-# 5: the chance level of plain ρ and τ beside ρ_w and τ_w. 6: "fragility", the fewest votes found
-# whose removal changes the top item and the top-K set (issue 11).
+# 5: the chance level of plain ρ and τ beside ρ_w and τ_w. 6: the ranking scope and figures per area;
+# "fragility", the fewest votes found whose removal changes the top item and the top-K set (issue 11).
 CARD_VERSION = 6
 # Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
 FRAGILITY_MAX_STEPS = 200
@@ -175,6 +175,7 @@ def _compute_card(study: Study) -> dict:
             "comparison_count",
             "votes_recorded",
             "rescale_slope",
+            "area_rescale_slopes",
         )
     )
     areas = list(
@@ -191,6 +192,7 @@ def _compute_card(study: Study) -> dict:
             "question": study.question,
             "instructions": study.instructions,
             "allow_ties": study.allow_ties,
+            "ranking_scope": study.ranking_scope,
             "item_source": study.item_source or "not recorded",
             "areas": areas,
             "tokens": study.tokens.count(),
@@ -228,6 +230,7 @@ def _compute_card(study: Study) -> dict:
         card["precision"] = card["repeatability"] = card["resolution"] = card["chance"] = None
         card["fragility"] = None
         card["reproducibility"] = []
+        card["areas"] = _area_figures(study, every_vote, np.full(item_count, np.nan), None)
         return card
 
     score = current_scores(study=study, item_count=item_count)
@@ -290,22 +293,81 @@ def _compute_card(study: Study) -> dict:
         "draws": chance["draw_count"],
     }
     card["reproducibility"] = _reproducibility_entries(study, score, precision["sd"])
-    card["fragility"] = _fragility(votes, study.default_top_k(item_count))
+    card["areas"] = _area_figures(study, every_vote, score, precision["sd"])
+    card["fragility"] = _fragility(study, votes)
     return card
 
 
-def _fragility(votes, top_k: int) -> dict:
-    """How few votes, removed, change the top item and the top-K set (scoring/fragility.py)."""
-    table = fragility_table(votes)
-    ranked = int(np.count_nonzero(table.last_ballot > 0))
-    entries = []
-    for k in sorted({1, top_k}):
-        if not 1 <= k < ranked:
-            continue
-        found = removals_to_change(table, k, max_steps=FRAGILITY_MAX_STEPS)
-        entries.append(
-            {"k": k, "votes": found.votes, "total": found.total, "share": found.share, "exact": found.exact}
+def _area_figures(study: Study, every_vote, score: np.ndarray, sd: np.ndarray | None) -> dict:
+    """Coverage and precision per semantic area, and the votes that compared items of two areas.
+
+    Per area: its items, those with a score ȳ (coverage), the votes that compared two of its items,
+    the mean and median SD of ȳ over its items. ``cross_area_votes`` counts the votes whose two items
+    are in different areas: 0 in a study ranked per area, by construction.
+    """
+    item_area = arrays.item_areas(study_id=study.pk)
+    names = dict(study.areas.values_list("pk", "name"))
+    area_ids, area_code = np.unique(item_area, return_inverse=True)
+    area_count = area_ids.size
+    left_code, right_code = area_code[every_vote.left], area_code[every_vote.right]
+    within = left_code == right_code
+    items = np.bincount(area_code, minlength=area_count)
+    scored = np.bincount(area_code, weights=np.isfinite(score), minlength=area_count).astype(np.int64)
+    votes_within = np.bincount(left_code[within], minlength=area_count)
+    rows = []
+    for code, area_id in enumerate(area_ids.tolist()):  # a loop over areas, not items
+        inside = area_code == code
+        area_sd = sd[inside] if sd is not None else np.empty(0)
+        area_sd = area_sd[np.isfinite(area_sd)]
+        rows.append(
+            {
+                "name": names.get(area_id, str(area_id)),
+                "items": int(items[code]),
+                "scored": int(scored[code]),
+                "votes": int(votes_within[code]),
+                "mean_sd": float(area_sd.mean()) if area_sd.size else None,
+                "median_sd": float(np.median(area_sd)) if area_sd.size else None,
+            }
         )
+    rows.sort(key=lambda row: row["name"])
+    return {
+        "ranking_scope": study.ranking_scope,
+        "cross_area_votes": int((~within).sum()),
+        "votes": int(within.size),
+        "by_area": rows,
+    }
+
+
+def _fragility(study: Study, votes) -> dict:
+    """How few votes, removed, change the top item and the top-K set (scoring/fragility.py); in a
+    study ranked per area, each area's (its own chain of ballots, Eq. 5 and 6 per area)."""
+    table = fragility_table(votes)
+    if study.ranking_scope == Study.RankingScope.PER_AREA:
+        item_area = arrays.item_areas(study_id=study.pk)
+        names = dict(study.areas.values_list("pk", "name"))
+        strata = [
+            (names.get(area, str(area)), np.flatnonzero(item_area == area)) for area in np.unique(item_area)
+        ]
+    else:
+        strata = [("", np.arange(table.item_count))]
+    entries = []
+    for area, items in strata:  # a loop over areas, not items
+        part = table if area == "" else table.restricted(items)
+        ranked = int(np.count_nonzero(part.last_ballot > 0))
+        for k in sorted({1, study.default_top_k(items.size)}):
+            if not 1 <= k < ranked:
+                continue
+            found = removals_to_change(part, k, max_steps=FRAGILITY_MAX_STEPS)
+            entries.append(
+                {
+                    "area": area,
+                    "k": k,
+                    "votes": found.votes,
+                    "total": found.total,
+                    "share": found.share,
+                    "exact": found.exact,
+                }
+            )
     return {
         "method": (
             "greedy search, an upper bound: votes removed one at a time from the contested items, the ranking "

@@ -12,7 +12,12 @@ from collection.models import Study
 from common.errors import ServiceError
 from common.numbers import finite_or_none
 from metrics.evaluation import COEFFICIENTS, annotator_agreement, leaderboard
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, replicate_count, submission_result
+from metrics.figures import (
+    DEFAULT_WEIGHT_OFFSET,
+    replicate_count,
+    submission_area_coefficients,
+    submission_result,
+)
 from metrics.models import Standing, Submission
 from metrics.selectors import model_scores, study_votes
 
@@ -84,6 +89,10 @@ def leaderboard_for(
             "coverage": submission.coverage,
             "submitted_at": submission.created_at.isoformat(),
             "metrics": coefficients,
+            # Where a model is weak: its coefficients on each semantic area's items (§2.1-2.2).
+            "areas": submission_area_coefficients(
+                submission=submission, weight_offset=weight_offset, store=False
+            ),
         }
     rows = leaderboard(entries, metric) if entries else []
     for row in rows:

@@ -119,7 +119,12 @@ def _ballot_columns(ballot: BallotVotes):
 
 
 def bootstrap_scores(
-    ballots: list[BallotVotes], item_count: int, rng: np.random.Generator, replicates: int = 1000
+    ballots: list[BallotVotes],
+    item_count: int,
+    rng: np.random.Generator,
+    replicates: int = 1000,
+    *,
+    strata: np.ndarray | None = None,
 ) -> np.ndarray:
     """R × N bootstrap replicates of ȳ: the votes of every ballot resampled with replacement.
 
@@ -129,6 +134,10 @@ def bootstrap_scores(
     ballot after ballot, taken in blocks of replicates (the generator's stream does not depend on the
     block size) and counted by the compiled ``metrics.kernels.bootstrap_tallies``, so that no R × V_k
     array is built; a second thread counts a block while the next is drawn.
+
+    ``strata`` (the semantic area of each item) scores each stratum as its own chain, as a study ranked
+    per area is scored (``scoring.borda.score_ballot_by_stratum``): b(k) of Eq. 6 fitted per area.
+    The draws, and so the resampled votes, are the same with or without it.
     """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
@@ -157,7 +166,20 @@ def bootstrap_scores(
                 )
             if counting is not None:
                 counting.result()
-            kernels.ballot_scores(columns, points, appearances, score, measured, number == 1)
+            if strata is None:
+                kernels.ballot_scores(columns, points, appearances, score, measured, number == 1)
+                continue
+            column_strata = np.asarray(strata)[columns]
+            for label in np.unique(column_strata):  # a loop over areas
+                inside = column_strata == label
+                kernels.ballot_scores(
+                    columns[inside],
+                    np.ascontiguousarray(points[:, inside]),
+                    np.ascontiguousarray(appearances[:, inside]),
+                    score,
+                    measured,
+                    number == 1,
+                )
     return score
 
 

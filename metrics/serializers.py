@@ -259,6 +259,33 @@ class LeaderboardMetricsSerializer(serializers.Serializer):
     tau = CoefficientSerializer()
 
 
+class AreaCoefficientSerializer(serializers.Serializer):
+    value = serializers.FloatField(
+        allow_null=True, help_text="null when the area has fewer than two covered items."
+    )
+    standard_error = serializers.FloatField(
+        allow_null=True, required=False, help_text="SD of the value over the study's bootstrap replicates."
+    )
+    interval = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        required=False,
+        help_text="95% interval: value ± 1.96 standard errors.",
+    )
+
+
+class LeaderboardAreaSerializer(serializers.Serializer):
+    area = serializers.CharField(help_text="The semantic area's name.")
+    items = serializers.IntegerField(help_text="The area's items.")
+    covered = serializers.IntegerField(help_text="The area's items that both the model and the study score.")
+    rho_w = AreaCoefficientSerializer(help_text="ρ_w (Eq. 8) over the area's items, ranked within the area.")
+    tau_w = AreaCoefficientSerializer(help_text="τ_w (Eq. 9) over the area's items, ranked within the area.")
+    rho = AreaCoefficientSerializer(help_text="Spearman's ρ over the area's items.")
+    tau = AreaCoefficientSerializer(help_text="Kendall's τ over the area's items.")
+
+
 class LeaderboardRowSerializer(serializers.Serializer):
     name = serializers.CharField(help_text='"model_name (owner)": how other rows refer to this one.')
     model_name = serializers.CharField()
@@ -280,6 +307,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
     coverage = serializers.FloatField()
     submitted_at = serializers.DateTimeField()
     metrics = LeaderboardMetricsSerializer(help_text="All four coefficients of the model.")
+    areas = LeaderboardAreaSerializer(
+        many=True,
+        help_text="The four coefficients restricted to each semantic area's items, with 95% intervals from "
+        "the same bootstrap replicates: where the model is strong or weak. In a study ranked per area these "
+        "are the area's own rankings; in a joint one, the joint ranking restricted to the area.",
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -25,7 +25,7 @@ from common.csvexport import unescape_cell
 from common.errors import ServiceError, StudyStateError, reported_errors
 from common.numbers import counted, finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_result
+from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_area_coefficients, submission_result
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
 from metrics.models import Evaluation, Standing, Submission
 
@@ -264,6 +264,8 @@ def submission_standings(*, submission_id: int) -> int:
             else submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k)
         )
         added += _standing_store(submission, weight_offset, result)
+    for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:  # stored now, so that the leaderboard only reads them
+        submission_area_coefficients(submission=submission, weight_offset=weight_offset)
     return added
 
 

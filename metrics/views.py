@@ -98,6 +98,17 @@ def leaderboard(request, slug: str):
         ],
         "metric_labels": METRIC_LABELS,
         "settings_form": settings_form,
+        "area_rows": [
+            {
+                "model": row["model_name"],
+                "area": area["area"],
+                "items": area["items"],
+                "covered": area["covered"],
+                "cells": [area[name] for name in COEFFICIENTS],
+            }
+            for row in rows
+            for area in row["areas"]
+        ],
         "agreement": agreement,
         "agreement_rows": [{"name": name, **entry} for name, entry in agreement["models"].items()],
     }

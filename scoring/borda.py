@@ -31,6 +31,9 @@ __all__ = [
     "BallotScores",
     "ballot_tallies",
     "final_order",
+    "ranks_within",
+    "score_ballot_by_stratum",
+    "select_survivors_by_stratum",
     "rescale_slope",
     "score_ballot",
     "select_survivors",
@@ -193,3 +196,93 @@ def _descending(values: np.ndarray) -> np.ndarray:
     missing = ~np.isfinite(values)
     filled = np.where(missing, 0.0, values)
     return np.lexsort((np.arange(values.size), -filled, missing))
+
+
+# --- one ranking per semantic area (§2.1-2.2) ----------------------------------------------------
+
+
+def score_ballot_by_stratum(
+    *, ballot: int, wins, ties, appearances, strata, previous_score=None, previous_measured=None
+) -> tuple[BallotScores, dict]:
+    """``score_ballot`` run on each stratum (semantic area) alone: Eq. 1, 5 and 6 per area.
+
+    Each area is its own chain of ballots: b(k) of Eq. 6 is fitted on the area's items only, mapping
+    the area's x(k) onto the scale of the area's ȳ(k-1). ``strata`` gives each item's stratum. Returns
+    the scores of all items (their ``rescale_slope`` is NaN: there is one per area) and b(k) of each
+    stratum that has items in the ballot, by stratum label.
+    """
+    strata = np.asarray(strata)
+    appearances = np.asarray(appearances)
+    if strata.shape != appearances.shape:
+        raise ValueError("strata must give one stratum per item")
+    win_ratio_all = np.full(strata.size, np.nan)
+    rescaled_all = np.full(strata.size, np.nan)
+    score_all = np.full(strata.size, np.nan) if previous_score is None else np.array(previous_score, float)
+    measured_all = (
+        np.zeros(strata.size, dtype=np.int64)
+        if previous_measured is None
+        else np.array(previous_measured, dtype=np.int64)
+    )
+    slopes = {}
+    for label in np.unique(strata[appearances > 0]).tolist():
+        inside = strata == label
+        part = score_ballot(
+            ballot=ballot,
+            wins=np.where(inside, wins, 0),
+            ties=np.where(inside, ties, 0),
+            appearances=np.where(inside, appearances, 0),
+            previous_score=previous_score,
+            previous_measured=previous_measured,
+        )
+        win_ratio_all[inside] = part.win_ratio[inside]
+        rescaled_all[inside] = part.rescaled_score[inside]
+        score_all[inside] = part.score[inside]
+        measured_all[inside] = part.measured[inside]
+        slopes[label] = part.rescale_slope
+    combined = BallotScores(
+        ballot=ballot,
+        win_ratio=win_ratio_all,
+        rescale_slope=float("nan"),
+        rescaled_score=rescaled_all,
+        score=score_all,
+        measured=measured_all,
+    )
+    return combined, slopes
+
+
+def select_survivors_by_stratum(score, in_ballot, strata, survivor_counts: dict) -> np.ndarray:
+    """The top ``survivor_counts[label]`` items of each stratum of the ballot by ȳ(k) (§2.5 per area).
+
+    The tie rule is ``select_survivors``'s. Returns the survivors of every stratum, stratum by stratum.
+    """
+    strata = np.asarray(strata)
+    in_ballot = np.asarray(in_ballot, dtype=bool)
+    present = set(np.unique(strata[in_ballot]).tolist())
+    if present != set(survivor_counts):
+        raise ValueError(
+            f"survivor counts are given for strata {sorted(survivor_counts)} but the ballot holds {sorted(present)}"
+        )
+    parts = [
+        select_survivors(score, in_ballot & (strata == label), count)
+        for label, count in survivor_counts.items()
+    ]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def ranks_within(strata, rank) -> np.ndarray:
+    """Each item's place within its stratum (1 = first) when the items are ordered by ``rank``.
+
+    The restriction of a ranking to one semantic area: rank 1, 4, 7 of an area become 1, 2, 3.
+    Items with rank 0 (unranked) keep 0.
+    """
+    strata = np.asarray(strata)
+    rank = np.asarray(rank, dtype=np.int64)
+    ranked = rank > 0
+    order = np.lexsort((rank, ~ranked, strata))
+    sorted_strata = strata[order]
+    new_stratum = np.ones(order.size, dtype=bool)
+    new_stratum[1:] = sorted_strata[1:] != sorted_strata[:-1]
+    starts = np.maximum.accumulate(np.where(new_stratum, np.arange(order.size), 0))
+    within = np.empty(order.size, dtype=np.int64)
+    within[order] = np.arange(order.size) - starts + 1
+    return np.where(ranked, within, 0)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from collection.crowd import OUTCOMES, PLATFORM_PARAMETERS, participant_code
 from collection.models import Annotator, Item, Study, Vote
+from collection.studies import study_area_plans
+from common.errors import ServiceError
 from scoring.selectors import annotator_figures, study_overview
 
 # The annotator's crowd platform parameters and, with the study's participant_codes, their own codes.
@@ -172,6 +174,7 @@ def study_export_header(*, study: Study) -> dict:
         "question": study.question,
         "allow_ties": study.allow_ties,
         "status": study.status,
+        "ranking_scope": study.ranking_scope,
         "plan": {
             "ballot_count": study.ballot_count,
             "keep_fraction": study.keep_fraction,
@@ -181,6 +184,7 @@ def study_export_header(*, study: Study) -> dict:
             "ballot_sizes": overview.plan["sizes"] if overview.plan else None,
             "comparisons": overview.plan["comparisons"] if overview.plan else None,
             "total_comparisons": overview.plan["total_comparisons"] if overview.plan else None,
+            "areas": _area_plans(study),
         },
         "created_at": iso(study.created_at),
         "started_at": iso(study.started_at),
@@ -204,9 +208,29 @@ def study_export_header(*, study: Study) -> dict:
                 "comparisons": ballot["comparisons"],
                 "votes": ballot["votes"],
                 "rescale_slope": ballot["rescale_slope"],
+                "area_rescale_slopes": ballot["area_rescale_slopes"],
                 "opened_at": iso(ballot["opened_at"]),
                 "closed_at": iso(ballot["closed_at"]),
             }
             for ballot in overview.ballots
         ],
+    }
+
+
+def _area_plans(study: Study) -> dict | None:
+    """Each semantic area's ballot sizes and comparisons in a study ranked per area; None in a joint one."""
+    if study.ranking_scope != Study.RankingScope.PER_AREA:
+        return None
+    try:
+        plans = study_area_plans(study=study).by_area
+    except ServiceError:
+        return None
+    return {
+        name: {
+            "item_count": plan.item_count,
+            "ballot_sizes": list(plan.sizes),
+            "comparisons": list(plan.comparisons),
+            "total_comparisons": plan.total_comparisons,
+        }
+        for name, plan in plans.items()
     }

@@ -68,6 +68,21 @@ class VoteTable:
     def __len__(self) -> int:
         return self.outcome.size
 
+    def restricted(self, items: np.ndarray) -> VoteTable:
+        """The votes between ``items`` only, with the items numbered 0 … len(items) - 1 in their order:
+        one stratum of a study ranked per area, whose ballots chain on their own (Eq. 5 and 6)."""
+        items = np.asarray(items, dtype=np.int64)
+        number = np.full(self.item_count, -1, dtype=np.int64)
+        number[items] = np.arange(items.size)
+        inside = (number[self.left] >= 0) & (number[self.right] >= 0)
+        return VoteTable(
+            ballot=self.ballot[inside],
+            left=number[self.left[inside]],
+            right=number[self.right[inside]],
+            outcome=self.outcome[inside],
+            last_ballot=self.last_ballot[items],
+        )
+
 
 @dataclass(frozen=True)
 class Fragility:

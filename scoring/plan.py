@@ -17,8 +17,11 @@ from common.numbers import counted, listed
 
 __all__ = [
     "BUDGET_RULE",
+    "AreaPlans",
     "BallotPlan",
     "appearances_for_budget",
+    "area_plans",
+    "cross_area_share",
     "ballot_plan",
     "ballot_sizes",
     "budget_derivation",
@@ -253,3 +256,111 @@ def _warnings(plan: BallotPlan) -> tuple[str, ...]:
                 f"compared more than once in that ballot, each time by a different annotator."
             )
     return tuple(found)
+
+
+# --- one ranking per semantic area (§2.1-2.2) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AreaPlans:
+    """The plans of a study ranked per semantic area: one adaptive plan per area, run in the same ballots.
+
+    Each area's ballots shrink by Eq. 2 on the area's own size, N_a(k) = round(α·N_a(k-1)); every item
+    appears M times in every ballot, in comparisons with items of its own area only, so ballot k costs
+    Σ_a ⌈M·N_a(k)/2⌉ comparisons (Eq. 3 summed over the areas). ``total`` is the study's plan with those
+    sums (``sizes``, ``comparisons``) and the areas' §2.7 warnings, each naming the areas it concerns.
+    """
+
+    by_area: dict[str, BallotPlan]
+    total: BallotPlan
+
+
+def area_plans(
+    *,
+    area_item_counts: dict[str, int],
+    ballot_count: int,
+    keep_fraction: float,
+    appearances: int | None = None,
+    comparison_budget: int | None = None,
+    seconds_per_comparison: float | None = None,
+) -> AreaPlans:
+    """One plan per area (Eq. 2-4 on each area's items), with M given or derived from a budget.
+
+    With a budget, M is ``BUDGET_RULE`` over all the areas' ballots: M = 2·⌊budget / Σ_a Σ_k N_a(k)⌋.
+    Areas without items are left out. Raises ValueError naming every area whose items are too few for
+    the plan, and what each lacks.
+    """
+    counts = {name: int(count) for name, count in area_item_counts.items() if count > 0}
+    if not counts:
+        raise ValueError("a study ranked per area needs items in at least one semantic area")
+    sizes, problems = {}, []
+    for name, count in counts.items():
+        try:
+            sizes[name] = ballot_sizes(count, ballot_count, keep_fraction)
+        except ValueError as exc:
+            problems.append(f"area {name!r} ({counted(count, 'item')}): {exc}")
+    if problems:
+        raise ValueError(
+            "ranked per area, every area must hold enough items for the plan on its own: "
+            + "; ".join(problems)
+        )
+    if appearances is None:
+        if comparison_budget is None:
+            raise ValueError("the plan needs either appearances M or a comparison budget")
+        per_unit = sum(sum(area_sizes) for area_sizes in sizes.values())
+        if int(comparison_budget) != comparison_budget or comparison_budget < per_unit:
+            raise ValueError(
+                f"a budget of {comparison_budget} comparisons is too small: the smallest even M (2) "
+                f"already needs {per_unit} comparisons for the ballots of every area"
+            )
+        appearances = 2 * (int(comparison_budget) // per_unit)
+    by_area = {
+        name: ballot_plan(
+            item_count=counts[name],
+            ballot_count=ballot_count,
+            keep_fraction=keep_fraction,
+            appearances=appearances,
+            seconds_per_comparison=seconds_per_comparison,
+        )
+        for name in counts
+    }
+    plans = list(by_area.values())
+    total = BallotPlan(
+        item_count=sum(counts.values()),
+        ballot_count=ballot_count,
+        keep_fraction=float(keep_fraction),
+        appearances=int(appearances),
+        sizes=tuple(int(sum(column)) for column in zip(*(plan.sizes for plan in plans), strict=True)),
+        comparisons=tuple(
+            int(sum(column)) for column in zip(*(plan.comparisons for plan in plans), strict=True)
+        ),
+        seconds_per_comparison=seconds_per_comparison,
+    )
+    return AreaPlans(by_area=by_area, total=replace(total, warnings=_area_warnings(by_area)))
+
+
+def _area_warnings(by_area: dict[str, BallotPlan]) -> tuple[str, ...]:
+    """Every area's §2.7 warnings, once each, prefixed with the areas it concerns."""
+    areas_of: dict[str, list[str]] = {}
+    for name, plan in by_area.items():
+        for warning in plan.warnings:
+            areas_of.setdefault(warning, []).append(name)
+    return tuple(
+        f"{'area' if len(names) == 1 else 'areas'} {listed(names)}: {warning}"
+        for warning, names in areas_of.items()
+    )
+
+
+def cross_area_share(area_item_counts) -> float:
+    """Expected share of a joint ballot's comparisons that set an item of one area against one of another.
+
+    Every pair of distinct items is equally likely to be compared in a schedule whose items all appear
+    M times, so the share is that of the cross-area pairs among all pairs:
+    1 - Σ_a N_a(N_a - 1) / (N(N - 1)), with N = Σ_a N_a.
+    """
+    counts = [int(count) for count in area_item_counts if count > 0]
+    total = sum(counts)
+    if total < 2:
+        return 0.0
+    within = sum(count * (count - 1) for count in counts)
+    return 1.0 - within / (total * (total - 1))

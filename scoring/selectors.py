@@ -21,7 +21,7 @@ from common.errors import ServiceError
 from common.numbers import finite_or_none
 from scoring import quality
 from scoring.agreement import majority_agreement, median_by_group, share
-from scoring.borda import final_order
+from scoring.borda import final_order, ranks_within
 
 DATASET_COLUMNS = (
     "item_id",
@@ -31,6 +31,7 @@ DATASET_COLUMNS = (
     "area",
     "final_score",
     "final_rank",
+    "area_rank",
     "last_ballot",
     "appearances",
     "wins",
@@ -137,8 +138,32 @@ class StudyDataset:
         ranks[self.order()] = np.arange(1, len(self) + 1)
         return ranks
 
-    def row(self, position: int) -> dict:
-        """One item as a plain dict (JSON-ready): the dataset columns and ``win_ratio`` per ballot."""
+    @property
+    def per_area(self) -> bool:
+        return self.study.ranking_scope == Study.RankingScope.PER_AREA
+
+    def area_names(self) -> list[str]:
+        """The semantic areas that have items, by name."""
+        return sorted(set(self.area))
+
+    def area_ranks(self) -> np.ndarray:
+        """Each item's place within its semantic area (1 = first) in ``order()``; 0 where unscored.
+
+        In a study ranked per area this is the area's own final ranking (§2.1-2.2); in a joint one,
+        the joint ranking restricted to the area's items.
+        """
+        _, area_code = np.unique(np.asarray(self.area, dtype=object).astype(str), return_inverse=True)
+        ranks = np.where(np.isfinite(self.score) | (self.rank > 0), self.ranks(), 0)
+        return ranks_within(area_code, ranks)
+
+    def row(self, position: int, area_ranks: np.ndarray | None = None) -> dict:
+        """One item as a plain dict (JSON-ready): the dataset columns and ``win_ratio`` per ballot.
+
+        ``area_rank`` is the item's final rank within its area (None while the study runs); pass
+        ``area_ranks()`` when writing many rows, so that it is computed once.
+        """
+        if area_ranks is None:
+            area_ranks = self.area_ranks()
         return {
             "item_id": int(self.item_id[position]),
             "index": int(self.index[position]),
@@ -147,6 +172,7 @@ class StudyDataset:
             "area": self.area[position],
             "final_score": finite_or_none(self.score[position]),
             "final_rank": _int_or_none(self.rank[position]),
+            "area_rank": _int_or_none(area_ranks[position]) if self.finished else None,
             "last_ballot": _int_or_none(self.last_ballot[position]),
             "appearances": int(self.appearances[position]),
             "wins": int(self.wins[position]),
@@ -156,8 +182,9 @@ class StudyDataset:
 
     def rows(self) -> Iterator[dict]:
         """Every item in index order, as ``row`` gives it."""
+        area_ranks = self.area_ranks()
         for position in range(len(self)):
-            yield self.row(position)
+            yield self.row(position, area_ranks)
 
     def csv_rows(self) -> Iterator[list]:
         """Every item in index order as a list of CSV cells matching ``columns`` (None for empty)."""
@@ -167,12 +194,28 @@ class StudyDataset:
 
     def top(self, limit: int) -> list[dict]:
         """The first ``limit`` scored items of ``order()``, each with its ``rank`` in that order."""
-        ranks = self.ranks()
+        return self._top(self.order(), limit)
+
+    def top_by_area(self, limit: int) -> list[dict]:
+        """Per semantic area: its name, item count and its first ``limit`` scored items in ``order()``,
+        each with its ``rank`` (study-wide) and ``area_rank`` (within the area) in that order."""
+        order = self.order()
+        area = np.asarray(self.area, dtype=object)[order]
+        return [
+            {"area": name, "items": int((area == name).sum()), "rows": self._top(order[area == name], limit)}
+            for name in self.area_names()
+        ]
+
+    def _top(self, order: np.ndarray, limit: int) -> list[dict]:
+        ranks, area_ranks = self.ranks(), self.area_ranks()
         top = []
-        for position in self.order()[:limit]:
+        for position in order[:limit]:
             if not np.isfinite(self.score[position]):
                 break
-            top.append(self.row(int(position)) | {"rank": int(ranks[position])})
+            top.append(
+                self.row(int(position), area_ranks)
+                | {"rank": int(ranks[position]), "area_rank": int(area_ranks[position])}
+            )
         return top
 
 

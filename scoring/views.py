@@ -63,16 +63,18 @@ def results(request, slug: str):
     context = {"study": study, "overview": study_overview(study=study), "admin_url": _admin_url(study)}
     if not study.is_draft:
         dataset = study_dataset(study=study)
-        closed = study.ballots.filter(status=Ballot.Status.CLOSED, number__gte=2).order_by("number")
+        closed = list(study.ballots.filter(status=Ballot.Status.CLOSED, number__gte=2).order_by("number"))
         rescalings = [ballot_rescaling(ballot=ballot) for ballot in closed]
         context.update(
             dataset=dataset,
             ranking=dataset.top(RANKING_TOP),
+            ranking_by_area=dataset.top_by_area(RANKING_TOP) if dataset.per_area else None,
             ranking_size=RANKING_TOP,
             rescaling_plots=[
                 {
                     "ballot_number": data.ballot_number,
                     "rescale_slope": data.rescale_slope,
+                    "area_rescale_slopes": sorted(ballot.area_rescale_slopes.items()),
                     "points": data.item_index.size,
                     "svg": rescaling_svg(
                         ballot_number=data.ballot_number,
@@ -81,7 +83,7 @@ def results(request, slug: str):
                         rescale_slope=data.rescale_slope,
                     ),
                 }
-                for data in rescalings
+                for ballot, data in zip(closed, rescalings, strict=True)
             ],
             **_annotator_table(request.GET, annotator_figures(study=study)),
         )

@@ -18,6 +18,8 @@ from collection.selectors import studies_with_progress, study_job_shown, study_p
 from collection.studies import (
     QUALITY_SETTINGS,
     STUDY_SETTINGS,
+    study_area_item_counts,
+    study_area_plans,
     study_create,
     study_deletable,
     study_delete,
@@ -26,8 +28,8 @@ from collection.studies import (
     study_update,
 )
 from common.errors import ServiceError
-from common.numbers import counted, percent_done
-from scoring.plan import BUDGET_RULE, budget_derivation
+from common.numbers import counted, listed, percent_done
+from scoring.plan import BUDGET_RULE, budget_derivation, cross_area_share
 
 RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
 
@@ -77,6 +79,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 "Plan",
                 {
                     "fields": (
+                        "ranking_scope",
                         ("ballot_count", "keep_fraction"),
                         ("appearances", "comparison_budget"),
                         "seconds_per_comparison",
@@ -86,6 +89,8 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                         "n_b ballots; after each, the fraction α of the items with the best scores goes on to "
                         "the next (Eq. 2). Give M, the appearances of every item in every ballot, or a "
                         f"comparison budget from which M is derived: {BUDGET_RULE}. "
+                        "Ranked per area, each semantic area runs this plan on its own items, in the same "
+                        "ballots, and comparisons pair items of one area only. "
                         "The plan is frozen when the study starts."
                     ),
                 },
@@ -224,7 +229,11 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         try:
             plan = study_plan(study=study)
         except ServiceError as exc:
-            return {"plan": None, "plan_error": exc.message}
+            return {
+                "plan": None,
+                "plan_error": exc.message,
+                "plan_scope": f"Ranking scope: {study.get_ranking_scope_display()}.",
+            }
         rows = []
         for k, (size, comparisons) in enumerate(zip(plan.sizes, plan.comparisons, strict=True), start=1):
             rows.append(
@@ -236,6 +245,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 }
             )
         return {
+            **self._scope_context(study, plan),
             "plan": plan,
             "plan_rows": rows,
             "plan_total": f"{plan.total_comparisons:,}",
@@ -245,6 +255,43 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             "plan_cost_hours": f"{plan.cost_seconds / 3600:,.1f}",
             "plan_cost_formula": (
                 f"{plan.total_comparisons:,} comparisons × {plan.seconds_per_comparison:g} s"
+            ),
+        }
+
+    @staticmethod
+    def _scope_context(study: Study, plan) -> dict:
+        """What the plan panel says of the ranking scope: joint (and how often areas meet) or per area."""
+        counts = study_area_item_counts(study=study)
+        if study.ranking_scope == Study.RankingScope.PER_AREA:
+            plans = study_area_plans(study=study).by_area
+            area_rows = [
+                {
+                    "name": name,
+                    "items": f"{area_plan.item_count:,}",
+                    "sizes": " → ".join(f"{size:,}" for size in area_plan.sizes),
+                    "comparisons": f"{area_plan.total_comparisons:,}",
+                }
+                for name, area_plan in plans.items()
+            ]
+            return {
+                "plan_scope": (
+                    f"One ranking per semantic area ({counted(len(plans), 'area')}): each ballot compares "
+                    "items of the same area only, each area keeps its own top α after every ballot "
+                    "(round(α·N_a(k)), halves up), and each area gets its own final ranking."
+                ),
+                "plan_area_rows": area_rows,
+            }
+        if len(counts) < 2:
+            return {"plan_scope": "One joint ranking: the study's items are all in one semantic area."}
+        share = cross_area_share(counts.values())
+        first = plan.comparisons[0]
+        return {
+            "plan_scope": (
+                f"One joint ranking of the {counted(len(counts), 'semantic area')}: annotators will compare "
+                f"pairs from different areas (a pair of {listed(list(counts)[:2])}, say). About {share:.0%} "
+                f"of ballot 1's {first:,} comparisons (≈ {round(share * first):,}) are expected to set a "
+                "pair of one area against a pair of another. Choose one ranking per area to compare "
+                "within areas only."
             ),
         }
 

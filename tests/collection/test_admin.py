@@ -163,6 +163,7 @@ def study_form_data(**overrides) -> dict:
         "slug": "relatedness",
         "question": "Which pair of words is more closely related?",
         "instructions": "Choose the pair whose words are more related.",
+        "ranking_scope": "joint",
         "ballot_count": "7",
         "keep_fraction": "0.5",
         "appearances": "20",

@@ -33,6 +33,7 @@ EDITABLE_IN = {
     "question": UNTIL_FINISHED,
     "instructions": UNTIL_FINISHED,
     "allow_ties": DRAFT_ONLY,
+    "ranking_scope": DRAFT_ONLY,
     "ballot_count": DRAFT_ONLY,
     "keep_fraction": DRAFT_ONLY,
     "appearances": DRAFT_ONLY,
@@ -66,6 +67,7 @@ CHANGES = {
     "question": {"question": "Which pair is closer?"},
     "instructions": {"instructions": "Pick the closer pair."},
     "allow_ties": {"allow_ties": True},
+    "ranking_scope": {"ranking_scope": "per_area"},
     "ballot_count": {"ballot_count": 2},
     "keep_fraction": {"keep_fraction": 0.6},
     "appearances": {"appearances": 6},
@@ -494,7 +496,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        5,  # card version 5: chance levels of plain ρ and τ too (README)
+        6,  # card version 6: the ranking scope and figures per semantic area (README)
         [
             {
                 "changed_at": moment.isoformat(),

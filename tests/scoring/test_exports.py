@@ -24,6 +24,7 @@ DATASET_COLUMNS = [
     "area",
     "final_score",
     "final_rank",
+    "area_rank",
     "last_ballot",
     "appearances",
     "wins",
@@ -113,6 +114,7 @@ def test_the_dataset_csv_has_one_row_per_item_with_the_expected_columns(staff_cl
         )
         assert float(row["final_score"]) == item.final_score  # full precision: repr round-trips
         assert int(row["final_rank"]) == item.final_rank
+        assert int(row["area_rank"]) == item.final_rank  # one area: the rank within it is the rank
         assert int(row["last_ballot"]) == item.last_ballot
         assert int(row["appearances"]) == 4 * item.last_ballot
         filled = [row[f"x_{k}"] != "" for k in (1, 2, 3)]
@@ -153,6 +155,7 @@ def test_the_dataset_json_holds_the_study_and_one_object_per_item(staff_client, 
         "area",
         "final_score",
         "final_rank",
+        "area_rank",
         "last_ballot",
         "appearances",
         "wins",

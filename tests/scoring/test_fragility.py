@@ -150,3 +150,12 @@ def test_the_greedy_bound_is_the_minimum_on_most_small_studies():
 def test_k_must_leave_an_item_outside_the_top():
     with pytest.raises(ValueError, match="k must be from 1 to 2"):
         removals_to_change(THREE, 3)
+
+
+def test_a_stratum_is_its_own_votes_and_items_renumbered():
+    # Items 0, 2 in one area and 1, 3 in another; the votes between areas (none in a per-area study,
+    # one here to show it is dropped) leave.
+    study = table([(1, 0, 2, 1.0), (1, 1, 3, 0.0), (1, 0, 1, 1.0), (1, 2, 0, 0.5)], [1, 1, 1, 1])
+    part = study.restricted(np.array([0, 2]))
+    assert (part.left.tolist(), part.right.tolist(), part.outcome.tolist()) == ([0, 1], [1, 0], [1.0, 0.5])
+    np.testing.assert_array_equal(rescore(part), [0.75, 0.25])

@@ -1,0 +1,80 @@
+"""A study ranked per semantic area on PostgreSQL and Redis: a real Celery worker closes each ballot,
+and every ballot compares items of one area only and keeps each area's own top α (§2.1-2.2)."""
+
+import time
+
+import pytest
+
+from collection.lifecycle import study_start
+from collection.models import Comparison, Study
+from collection.pools import items_generate, tokens_import
+from collection.studies import study_create
+from collection.voting import comparison_next_for, vote_record
+from tests.factories import annotators, tokens_csv
+
+pytestmark = pytest.mark.integration
+
+BALLOT_WAIT_SECONDS = 60
+
+
+def test_a_real_worker_runs_a_per_area_study_to_one_ranking_per_area(celery_worker_process):
+    study = study_create(
+        values={
+            "name": "Two areas",
+            "slug": "two-areas",
+            "ranking_scope": "per_area",
+            "ballot_count": 3,
+            "keep_fraction": 0.5,
+            "appearances": 4,
+            "votes_per_annotator_per_ballot": None,
+        }
+    )
+    tokens_import(study=study, data=tokens_csv({"animals": 6, "tools": 5}))  # 15 and 10 items
+    items_generate(study=study)
+    study_start(study=study)
+    study.refresh_from_db()
+    voters = annotators(study, 6)
+    index_of = dict(study.items.values_list("id", "index"))
+    while study.status != Study.Status.FINISHED:
+        ballots_before_pass = study.ballots.count()
+        cast = 0
+        for annotator in voters:
+            result = comparison_next_for(annotator=annotator)
+            if result.assignment is None:
+                continue
+            comparison = result.assignment.comparison
+            better_left = index_of[comparison.left_item_id] < index_of[comparison.right_item_id]
+            vote_record(
+                annotator=annotator,
+                assignment_id=result.assignment.pk,
+                choice="left" if better_left else "right",
+            )
+            cast += 1
+        study.refresh_from_db()
+        if cast == 0 and study.status != Study.Status.FINISHED:
+            deadline = time.monotonic() + BALLOT_WAIT_SECONDS
+            while study.ballots.count() == ballots_before_pass and study.status != Study.Status.FINISHED:
+                assert time.monotonic() < deadline, (
+                    "the worker did not close the ballot; its log ends with:\n"
+                    + celery_worker_process["log"].read_text()[-3000:]
+                )
+                time.sleep(0.2)
+                study.refresh_from_db()
+    area = dict(study.items.values_list("id", "area__name"))
+    # animals 15 → 8 → 4, tools 10 → 5 → 3: 30 + 20, 16 + 10, 8 + 6 comparisons.
+    assert list(study.ballots.order_by("number").values_list("number", "status", "votes_recorded")) == [
+        (1, "closed", 50),
+        (2, "closed", 26),
+        (3, "closed", 14),
+    ]
+    pairs = Comparison.objects.filter(ballot__study=study).values_list("left_item", "right_item")
+    assert all(area[left] == area[right] for left, right in pairs)
+    last = study.ballots.get(number=3)
+    in_last = sorted(area[pk] for pk in last.items.values_list("pk", flat=True))
+    assert in_last == ["animals"] * 4 + ["tools"] * 3
+    assert set(last.area_rescale_slopes) == {"animals", "tools"} and last.rescale_slope is None
+    # The lower index wins every comparison: each area's first item tops its area.
+    for name in ("animals", "tools"):
+        first = study.items.filter(area__name=name).order_by("index").first()
+        best = study.items.filter(area__name=name).order_by("final_rank").first()
+        assert best == first
