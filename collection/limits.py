@@ -30,6 +30,10 @@ MAX_WAIT_SECONDS = 24 * 60 * 60
 # The pay rate for the consent page's estimate, a currency amount per hour.
 MAX_PAY_PER_HOUR = 10_000
 
+# Models one owner may submit for one study: a study sets its own cap (a handful is usual), and every
+# submission counts, so the leaderboard's intervals can be adjusted for the owner's variants.
+MAX_VARIANTS_PER_OWNER = 1_000
+
 # The response time under which an answer counts as fast: a minute is far above any careful judgement.
 MAX_QUALITY_FAST_MS = 60_000
 
@@ -62,6 +66,7 @@ QUALITY_FAST_MS_MESSAGE = (
     f"quality_fast_ms must be a whole number of milliseconds from 1 to {MAX_QUALITY_FAST_MS:,} (a minute); "
     "1000 counts an answer given in under a second as fast."
 )
+VARIANTS_MESSAGE = f"max_variants_per_owner must be from 1 to {MAX_VARIANTS_PER_OWNER:,}: every model an owner submits counts."
 QUALITY_SHARE_MESSAGE = (
     "{name} is a share from 0 to 1 (0.6: six in ten); leave it blank to turn the check off."
 )

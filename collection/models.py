@@ -200,6 +200,12 @@ class Study(models.Model):
     minimum_coverage = models.FloatField(
         default=0.5, help_text="Model submissions scoring fewer than this share of the items are refused."
     )
+    max_variants_per_owner = models.PositiveSmallIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(limits.MAX_VARIANTS_PER_OWNER)],
+        help_text="How many models one owner may submit for this study, all counted: pending, failed and "
+        "evaluated (a leaderboard that lets an owner try many variants and show the best is inflated).",
+    )
     relevant_top_k = models.PositiveIntegerField(
         null=True,
         blank=True,
@@ -353,6 +359,12 @@ class Study(models.Model):
                 | Q(pay_per_hour__gt=0) & Q(pay_per_hour__lte=limits.MAX_PAY_PER_HOUR),
                 name="study_pay_bounded",
                 violation_error_message=limits.PAY_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(max_variants_per_owner__gte=1)
+                & Q(max_variants_per_owner__lte=limits.MAX_VARIANTS_PER_OWNER),
+                name="study_max_variants_bounded",
+                violation_error_message=limits.VARIANTS_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(quality_fast_ms__isnull=True)

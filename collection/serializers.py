@@ -113,6 +113,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "completion_redirect_url",
             "seed",
             "minimum_coverage",
+            "max_variants_per_owner",
             "relevant_top_k",
             *QUALITY_SETTINGS,
             "status",
@@ -137,6 +138,10 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
                 "error_messages": {"max_value": limits.DEADLINE_MESSAGE},
             },
             "relevant_top_k": {"min_value": 1},
+            "max_variants_per_owner": {
+                "min_value": 1,
+                "error_messages": {"max_value": limits.VARIANTS_MESSAGE},
+            },
             "max_wait_seconds": {
                 "error_messages": {"min_value": limits.WAIT_MESSAGE, "max_value": limits.WAIT_MESSAGE}
             },

@@ -163,6 +163,7 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     "pay_currency": StudySetting("pay currency", _UNTIL_FINISHED, _COLLECTED),
     # How models are evaluated against the ranking, not how the ranking was measured.
     "minimum_coverage": StudySetting("minimum coverage of a submission", _ALWAYS),
+    "max_variants_per_owner": StudySetting("models one owner may submit", _ALWAYS),
     "relevant_top_k": StudySetting("relevant top K", _ALWAYS),
     # Quality control: thresholds the results page judges the annotators' votes by. They change no vote
     # and no part of the design, so a researcher may tune them while the study runs and after.
@@ -401,6 +402,7 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         pay_currency=study.pay_currency,
         item_source=study.item_source,
         minimum_coverage=study.minimum_coverage,
+        max_variants_per_owner=study.max_variants_per_owner,
         relevant_top_k=study.relevant_top_k,
         **{name: getattr(study, name) for name in QUALITY_SETTINGS},
         created_by=user,

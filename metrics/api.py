@@ -363,6 +363,9 @@ LEADERBOARD_COLUMNS = [
     "coverage",
     "indistinguishable_from",
     "submitted_at",
+    "variants",
+    "adjusted_interval_low",
+    "adjusted_interval_high",
 ]
 
 
@@ -403,6 +406,9 @@ class LeaderboardCsvRenderer(BaseRenderer):
                     _csv_number(row["coverage"]),
                     "; ".join(row["indistinguishable_from"]),
                     row["submitted_at"],
+                    row["variants"],
+                    _csv_number((row["interval_adjusted"] or [None, None])[0]),
+                    _csv_number((row["interval_adjusted"] or [None, None])[1]),
                 ]
             )
 

@@ -27,6 +27,7 @@ PURE module: numpy, scipy and the standard library only.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -53,6 +54,7 @@ __all__ = [
     "coefficient_replicates",
     "coefficients_by_stratum",
     "evaluate",
+    "variant_adjusted_interval",
     "graded_relevance",
     "indistinguishable_groups",
     "leaderboard",
@@ -127,6 +129,24 @@ def _interval(center: float | None, values: np.ndarray, *, bounded: bool = True)
     if bounded:
         low, high = max(-1.0, low), min(1.0, high)
     return [float(low), float(high)]
+
+
+def variant_adjusted_interval(center: float | None, values, variants: int) -> list[float] | None:
+    """The 95% interval widened for an owner's ``variants`` models (Bonferroni): center ± z·SD of the
+    replicate values, z the standard normal's 1 - 0.025/variants quantile (1.96 for one model, 2.58 for
+    five), clipped to [-1, 1].
+
+    An owner who tries m variants and shows the best has m chances to land high by chance ("The
+    Leaderboard Illusion", Singh et al. 2025); the family-wise 95% level over the m intervals keeps one
+    owner's best variant from reading as better than it is.
+    """
+    if variants < 1:
+        raise ValueError(f"variants must be at least 1, got {variants}")
+    error = _standard_error(np.asarray(values, dtype=np.float64))
+    if center is None or error is None:
+        return None
+    z = NormalDist().inv_cdf(1.0 - 0.025 / variants)
+    return [float(max(-1.0, center - z * error)), float(min(1.0, center + z * error))]
 
 
 def evaluate(

@@ -8,10 +8,12 @@ study's figures and not stored: a request that reads the leaderboard never write
 
 from __future__ import annotations
 
+from django.db.models import Count
+
 from collection.models import Study
 from common.errors import ServiceError
 from common.numbers import finite_or_none
-from metrics.evaluation import COEFFICIENTS, annotator_agreement, leaderboard
+from metrics.evaluation import COEFFICIENTS, annotator_agreement, leaderboard, variant_adjusted_interval
 from metrics.figures import (
     DEFAULT_WEIGHT_OFFSET,
     replicate_count,
@@ -68,12 +70,13 @@ def leaderboard_for(
             "submission", "coefficients", "replicates"
         )
     }
-    entries, details = [], {}
+    entries, details, owners = [], {}, {}
     for submission in submissions:  # one per model
         standing = stored.get(submission.pk) or standing_values(
             submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k, store=False)
         )
         name = f"{submission.model_name} ({submission.owner.get_username()})"
+        owners[name] = submission.owner_id
         coefficients = standing["coefficients"]
         entries.append(
             {
@@ -95,8 +98,23 @@ def leaderboard_for(
             ),
         }
     rows = leaderboard(entries, metric) if entries else []
+    # Every submission counts: an owner's variants are all their models for the study, whatever became
+    # of them, and each of their rows gets an interval widened for that many (Bonferroni).
+    variants = dict(
+        Submission.objects.filter(study=study)
+        .values_list("owner")
+        .annotate(count=Count("pk"))
+        .values_list("owner", "count")
+    )
+    replicates_of = {entry["name"]: entry["replicates"] for entry in entries}
     for row in rows:
         row.update(details[row["name"]])
+        owner_variants = variants.get(owners[row["name"]], 1)
+        row["variants"] = owner_variants
+        row["interval_adjusted"] = variant_adjusted_interval(
+            row["value"], replicates_of[row["name"]], owner_variants
+        )
+    listed = Submission.objects.filter(study=study).select_related("owner").order_by("created_at", "pk")
     return {
         "study": study.slug,
         "metric": metric,
@@ -104,6 +122,15 @@ def leaderboard_for(
         "top_k": top_k,
         "replicates": replicate_count(item_count),
         "rows": rows,
+        "submissions": [
+            {
+                "model_name": submission.model_name,
+                "owner": submission.owner.get_username(),
+                "status": submission.status,
+                "submitted_at": submission.created_at.isoformat(),
+            }
+            for submission in listed
+        ],
     }
 
 

@@ -307,12 +307,30 @@ class LeaderboardRowSerializer(serializers.Serializer):
     coverage = serializers.FloatField()
     submitted_at = serializers.DateTimeField()
     metrics = LeaderboardMetricsSerializer(help_text="All four coefficients of the model.")
+    variants = serializers.IntegerField(
+        help_text="How many models the owner submitted for this study, all counted (pending, failed, evaluated)."
+    )
+    interval_adjusted = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        help_text="The 95% interval widened for the owner's variants (Bonferroni: value ± z·SE with z the "
+        "1 - 0.025/variants normal quantile), so that an owner's best of many is not read as better than it is.",
+    )
     areas = LeaderboardAreaSerializer(
         many=True,
         help_text="The four coefficients restricted to each semantic area's items, with 95% intervals from "
         "the same bootstrap replicates: where the model is strong or weak. In a study ranked per area these "
         "are the area's own rankings; in a joint one, the joint ranking restricted to the area.",
     )
+
+
+class LeaderboardSubmissionSerializer(serializers.Serializer):
+    model_name = serializers.CharField()
+    owner = serializers.CharField()
+    status = serializers.CharField(help_text="pending, running, done or failed.")
+    submitted_at = serializers.DateTimeField()
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -324,6 +342,9 @@ class LeaderboardSerializer(serializers.Serializer):
         source="replicates", help_text="Bootstrap replicates of the human ranking."
     )
     rows = LeaderboardRowSerializer(many=True)
+    submissions = LeaderboardSubmissionSerializer(
+        many=True, help_text="Every submission for the study, oldest first, whatever became of it."
+    )
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):

@@ -166,7 +166,9 @@ def submission_create(
     """Store a model's scores for a finished study; evaluate at once when small, else in a task.
 
     Refused: a study that has not finished (409), a model name the owner already used for this
-    study (409), coverage below the study's minimum (400), and any bad row (400, listed).
+    study (409), an owner who has submitted the study's ``max_variants_per_owner`` models already
+    (409: every submission counts, whatever became of it), coverage below the study's minimum (400),
+    and any bad row (400, listed).
     """
     if source_format not in ("json", "csv"):
         raise ServiceError(f"the format must be json or csv, got {source_format!r}")
@@ -187,6 +189,15 @@ def submission_create(
         )
     try:
         with transaction.atomic():
+            # The study's row locked: two submissions of one owner at once cannot both pass the cap.
+            Study.objects.select_for_update().filter(pk=study.pk).first()
+            submitted = Submission.objects.filter(study=study, owner=owner).count()
+            if submitted >= study.max_variants_per_owner:
+                raise StudyStateError(
+                    f"you have submitted {submitted} model{'s' if submitted != 1 else ''} for this study, its limit "
+                    f"per owner ({study.max_variants_per_owner}); every submission counts, pending, failed or "
+                    "evaluated, so that the leaderboard can say how many variants each owner tried"
+                )
             submission = Submission.objects.create(
                 study=study,
                 owner=owner,

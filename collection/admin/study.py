@@ -114,7 +114,10 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                     )
                 },
             ),
-            ("Evaluation of models", {"fields": ("minimum_coverage", "relevant_top_k")}),
+            (
+                "Evaluation of models",
+                {"fields": ("minimum_coverage", "relevant_top_k", "max_variants_per_owner")},
+            ),
             (
                 "Quality control",
                 {

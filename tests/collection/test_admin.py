@@ -180,6 +180,7 @@ def study_form_data(**overrides) -> dict:
         "pay_currency": "GBP",
         "seed": "",
         "minimum_coverage": "0.5",
+        "max_variants_per_owner": "10",
         "relevant_top_k": "",
     }
     data.update(overrides)

@@ -568,6 +568,8 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
         "Chance (mean ± SD)",
         "p",
         "Coverage",
+        "Owner's variants",
+        "Interval for the variants",
     ]
     expected = []
     for row in board["rows"]:
@@ -584,6 +586,8 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
                 f"{number(rho_w['chance_mean'])} ± {number(rho_w['chance_sd'])}",
                 number(rho_w["p_value"]),
                 "100%",
+                str(row["variants"]),
+                f"[{number(row['interval_adjusted'][0])}, {number(row['interval_adjusted'][1])}]",
             ]
         )
     assert body_rows(found.tables["leaderboard"]) == expected
@@ -622,6 +626,8 @@ def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_for_plai
         "Chance (mean ± SD)",
         "p",
         "Coverage",
+        "Owner's variants",
+        "Interval for the variants",
     ]
     board = leaderboard_for(study=study, metric="rho", weight_offset=5.0)
     assert [row[6:8] for row in body_rows(found.tables["leaderboard"])] == [
