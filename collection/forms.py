@@ -57,6 +57,9 @@ class StudyAdminForm(forms.ModelForm):
         if "seed" in self.fields:
             self.fields["seed"].required = False
             self.fields["seed"].help_text += " Blank: keep the current one (a random seed for a new study)."
+        if "check_rate" in self.fields:
+            self.fields["check_rate"].required = False
+            self.fields["check_rate"].help_text += " Blank: 0."
 
     def clean_question(self):
         return self.cleaned_data["question"].replace("\r\n", "\n")
@@ -68,6 +71,10 @@ class StudyAdminForm(forms.ModelForm):
     def clean_seed(self):
         value = self.cleaned_data["seed"]
         return self.instance.seed if value is None else value
+
+    def clean_check_rate(self):
+        value = self.cleaned_data["check_rate"]
+        return 0.0 if value is None else value
 
     def clean_minimum_coverage(self):
         value = self.cleaned_data["minimum_coverage"]

@@ -123,13 +123,16 @@ ANNOTATOR_CSV_COLUMNS = (
     "self_agreement",
     "self_compared",
     "self_repeated_pairs",
+    "checks_answered",
+    "checks_failed",
+    "check_accuracy",
     "flags",
     "flag_reasons",
 )
 
 
 def study_annotator_rows(*, study: Study) -> Iterator[list]:
-    """Every annotator who voted, most votes first, one list of cells per ``ANNOTATOR_CSV_COLUMNS``.
+    """Every annotator who voted or answered a check, most votes first, one list of cells per ``ANNOTATOR_CSV_COLUMNS``.
 
     The figures and flags of the results page (``annotator_figures``); ``flags`` holds the codes of
     the flags raised, separated by ``;``, and ``flag_reasons`` the reason of each, in the same order.
@@ -154,6 +157,9 @@ def study_annotator_rows(*, study: Study) -> Iterator[list]:
             row.self_agreement,
             row.self_compared,
             row.self_repeated_pairs,
+            row.checks_answered,
+            row.checks_failed,
+            row.check_accuracy,
             ";".join(row.flag_codes),
             "; ".join(flag.reason for flag in row.flags),
         ]

@@ -51,6 +51,7 @@ ANNOTATOR_COLUMNS = (
     ("majority", "Agreement with the majority", True),
     ("ranking", "Agreement with the final ranking", True),
     ("self", "Self-agreement", True),
+    ("checks", "Checks right", True),
     ("flags", "Flags", False),
 )
 assert tuple(name for name, _, _ in ANNOTATOR_COLUMNS) == ANNOTATOR_SORTS

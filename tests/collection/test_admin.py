@@ -180,6 +180,9 @@ def study_form_data(**overrides) -> dict:
         "seed": "",
         "minimum_coverage": "0.5",
         "relevant_top_k": "",
+        # The change page's inline of the study's checks (none here).
+        "checks-TOTAL_FORMS": "0",
+        "checks-INITIAL_FORMS": "0",
     }
     data.update(overrides)
     return data
