@@ -155,7 +155,8 @@ def check_answer_record(
         if row is None:
             return None
         check_id, issued_at = row
-        issued_at = connection.ops.convert_datetimefield_value(issued_at, None, connection)
+        if not isinstance(issued_at, datetime):  # SQLite gives the column's text
+            issued_at = connection.ops.convert_datetimefield_value(issued_at, None, connection)
         response_ms = max(0, int((now - issued_at).total_seconds() * 1000))
         cursor.execute(
             "INSERT INTO collection_checkanswer (assignment_id, quality_check_id, annotator_id, choice,"

@@ -369,7 +369,7 @@ SELECT b.id, b.number, b.comparison_count, b.votes_recorded,
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s AND v.ballot_id = b.id),
        h.id, h.comparison_id, h.ballot_id, h.issued_at, h.expires_at,
        c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
-FROM (SELECT 1)
+FROM (SELECT 1) AS here  -- the alias PostgreSQL asks for (the lease of a check reads it there too)
 LEFT JOIN collection_ballot b ON b.study_id = %(study)s AND b.status = 'open'
 LEFT JOIN collection_assignment h ON h.annotator_id = %(annotator)s AND h.status = 'active'
 LEFT JOIN collection_comparison c ON c.id = h.comparison_id
@@ -437,6 +437,8 @@ def _sides(left_item, left_a, left_b, right_item, right_a, right_b) -> dict:
 
 def _datetime_of(value) -> datetime:
     """A datetime column read by raw SQL, as the ORM would give it (aware, on SQLite from its text)."""
+    if isinstance(value, datetime):  # PostgreSQL's driver gives it already
+        return value
     return connection.ops.convert_datetimefield_value(value, None, connection)
 
 
