@@ -155,7 +155,7 @@ def check_answer_record(
         if row is None:
             return None
         check_id, issued_at = row
-        if not isinstance(issued_at, datetime):  # SQLite gives the column's text
+        if not (isinstance(issued_at, datetime) and issued_at.tzinfo is not None):  # SQLite: text or naive
             issued_at = connection.ops.convert_datetimefield_value(issued_at, None, connection)
         response_ms = max(0, int((now - issued_at).total_seconds() * 1000))
         cursor.execute(

@@ -437,7 +437,7 @@ def _sides(left_item, left_a, left_b, right_item, right_a, right_b) -> dict:
 
 def _datetime_of(value) -> datetime:
     """A datetime column read by raw SQL, as the ORM would give it (aware, on SQLite from its text)."""
-    if isinstance(value, datetime):  # PostgreSQL's driver gives it already
+    if isinstance(value, datetime) and value.tzinfo is not None:  # PostgreSQL's driver gives it already
         return value
     return connection.ops.convert_datetimefield_value(value, None, connection)
 

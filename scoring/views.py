@@ -19,8 +19,10 @@ from collection.models import Ballot, Study
 from common.csvexport import csv_download
 from scoring.exports import (
     ANNOTATOR_CSV_COLUMNS,
+    CHECK_ANSWER_COLUMNS,
     VOTE_COLUMNS,
     study_annotator_rows,
+    study_check_answer_rows,
     study_export_header,
     study_vote_rows,
 )
@@ -129,6 +131,15 @@ def export_votes_csv(request, slug: str):
     """The raw votes, one row per vote in the order recorded."""
     study = get_object_or_404(Study, slug=slug)
     return csv_download(f"{study.slug}-votes.csv", VOTE_COLUMNS, study_vote_rows(study=study))
+
+
+@staff_member_required
+def export_check_answers_csv(request, slug: str):
+    """The answers to the study's checks (gold and instructed-response), one row per answer."""
+    study = get_object_or_404(Study, slug=slug)
+    return csv_download(
+        f"{study.slug}-checks.csv", CHECK_ANSWER_COLUMNS, study_check_answer_rows(study=study)
+    )
 
 
 @staff_member_required
