@@ -195,7 +195,13 @@ def check_answer_record(
 
 
 def check_problems(
-    *, study: Study, kind: str, left_item: Item | None, right_item: Item | None, expected: str, instruction: str
+    *,
+    study: Study,
+    kind: str,
+    left_item: Item | None,
+    right_item: Item | None,
+    expected: str,
+    instruction: str,
 ) -> list[str]:
     """What is wrong with a check for ``study``, in words (empty when it is fine)."""
     problems = []
@@ -240,7 +246,12 @@ def check_create(
 ) -> Check:
     """Add a check to the study (any state: checks change no vote and no part of the design)."""
     problems = check_problems(
-        study=study, kind=kind, left_item=left_item, right_item=right_item, expected=expected, instruction=instruction
+        study=study,
+        kind=kind,
+        left_item=left_item,
+        right_item=right_item,
+        expected=expected,
+        instruction=instruction,
     )
     if problems:
         raise ServiceError("; ".join(problems))
@@ -284,7 +295,9 @@ def checks_import(*, study: Study, data: bytes | str) -> int:
             names = (_normalise(row[f"{side}_a"]), _normalise(row[f"{side}_b"]))
             sides[side] = items.get(frozenset(name.casefold() for name in names))
             if sides[side] is None:
-                errors.append(f"line {line}: no item of the study pairs {names[0]!r} with {names[1]!r} ({side})")
+                errors.append(
+                    f"line {line}: no item of the study pairs {names[0]!r} with {names[1]!r} ({side})"
+                )
         kind = row["kind"].strip().lower()
         expected = row["expected"].strip().lower()
         instruction = " ".join(row.get("instruction", "").split())
@@ -330,4 +343,3 @@ def annotator_failed_checks_threshold_crossed(*, annotator: Annotator) -> bool:
     of the results page, and the rule an exclusion may follow)."""
     threshold = annotator.study.quality_max_failed_checks
     return threshold is not None and annotator_failed_checks(annotator=annotator) >= threshold
-

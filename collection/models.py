@@ -383,7 +383,10 @@ class Study(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(quality_max_failed_checks__isnull=True)
-                | (Q(quality_max_failed_checks__gte=1) & Q(quality_max_failed_checks__lte=limits.MAX_FAILED_CHECKS)),
+                | (
+                    Q(quality_max_failed_checks__gte=1)
+                    & Q(quality_max_failed_checks__lte=limits.MAX_FAILED_CHECKS)
+                ),
                 name="study_quality_failed_checks_bounded",
                 violation_error_message=limits.FAILED_CHECKS_MESSAGE,
             ),
@@ -803,7 +806,7 @@ class Check(models.Model):
         max_length=INSTRUCTION_MAX_LENGTH,
         blank=True,
         help_text='Instructed-response checks only: shown in place of the question, e.g. "For this one, '
-        'choose the pair on the left." Blank for a gold comparison, which shows the study\'s question.',
+        "choose the pair on the left.\" Blank for a gold comparison, which shows the study's question.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -821,8 +824,7 @@ class Check(models.Model):
                 violation_error_message='The expected answer is "left" or "right".',
             ),
             models.CheckConstraint(
-                condition=(Q(kind="gold") & Q(instruction=""))
-                | (Q(kind="instructed") & ~Q(instruction="")),
+                condition=(Q(kind="gold") & Q(instruction="")) | (Q(kind="instructed") & ~Q(instruction="")),
                 name="check_instruction_of_its_kind",
                 violation_error_message="An instructed-response check needs its instruction; a gold "
                 "comparison has none (it shows the study's question).",
@@ -856,7 +858,9 @@ class CheckAnswer(models.Model):
     class Meta:
         ordering = ["created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["annotator", "quality_check"], name="check_answered_once_per_annotator"),
+            models.UniqueConstraint(
+                fields=["annotator", "quality_check"], name="check_answered_once_per_annotator"
+            ),
         ]
 
     def __str__(self) -> str:

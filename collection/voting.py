@@ -559,16 +559,24 @@ def _check_lease(*, annotator: Annotator, now: datetime, rng: random.Random | No
         _lock_annotator(annotator)
     with connection.cursor() as cursor:
         cursor.execute(_LEASE_STATE_SQL, {"study": study.pk, "annotator": annotator.pk})
-        (ballot_id, ballot_number, comparison_count, votes_recorded, votes_total, votes_in_ballot, held_id) = (
-            cursor.fetchone()[:7]
-        )
+        (
+            ballot_id,
+            ballot_number,
+            comparison_count,
+            votes_recorded,
+            votes_total,
+            votes_in_ballot,
+            held_id,
+        ) = cursor.fetchone()[:7]
     if ballot_id is None or held_id is not None or votes_recorded >= comparison_count:
         return None
     progress = _progress(study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count)
     if progress.quota_reached:
         return None
     expires_at = now + timedelta(seconds=study.lease_seconds)
-    served = checks.check_lease(annotator=annotator, ballot_id=ballot_id, now=now, expires_at=expires_at, rng=rng)
+    served = checks.check_lease(
+        annotator=annotator, ballot_id=ballot_id, now=now, expires_at=expires_at, rng=rng
+    )
     if served is None:
         return None
     assignment_id, check_id, instruction, sides = served

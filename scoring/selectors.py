@@ -657,9 +657,7 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
             crosses(
                 thresholds.min_self_agreement, quality.judged(self_compared), lambda limit: self_share < limit
             ),
-            crosses(
-                thresholds.max_failed_checks, checks_answered > 0, lambda limit: checks_failed >= limit
-            ),
+            crosses(thresholds.max_failed_checks, checks_answered > 0, lambda limit: checks_failed >= limit),
         ]
     ).reshape(people, len(QUALITY_FLAGS))
 

@@ -73,7 +73,10 @@ def test_a_check_shows_two_items_of_its_own_study():
             expected="left",
         )
 
-    assert refused.value.message == f"the right item {item(other, 2, 3).pk} is not an item of study {study.slug!r}"
+    assert (
+        refused.value.message
+        == f"the right item {item(other, 2, 3).pk} is not an item of study {study.slug!r}"
+    )
     assert not Check.objects.exists()
 
 
@@ -216,7 +219,9 @@ def test_each_check_is_answered_once_then_comparisons_follow():
 def test_the_share_of_checks_served_is_the_check_rate():
     # 400 leases at a rate of 0.25 with enough checks never to run out: the count of checks is
     # Binomial(400, 0.25), mean 100, standard deviation √75 ≈ 8.7; a fixed seed, bounds at 3 σ.
-    study = make_study(tokens=10, ballot_count=1, appearances=40, check_rate=0.25)  # 45 items, 900 comparisons
+    study = make_study(
+        tokens=10, ballot_count=1, appearances=40, check_rate=0.25
+    )  # 45 items, 900 comparisons
     for number in range(120):
         left = item(study, 0, 1 + number % 9)
         check_create(study=study, kind="gold", left_item=left, right_item=item(study, 2, 3), expected="left")
@@ -425,3 +430,64 @@ def test_vote_record_and_next_answers_a_check_then_leases_the_next():
 
     assert isinstance(answer, CheckAnswer) and answer.correct and created
     assert nxt.assignment is not None
+
+
+# --- the admin ---------------------------------------------------------------------------------------
+
+
+def inline_data(study, rows: list[dict]) -> dict:
+    """The study's change form as the admin posts it, with ``rows`` in the checks' inline."""
+    data = {"checks-TOTAL_FORMS": str(len(rows)), "checks-INITIAL_FORMS": "0"}
+    for number, row in enumerate(rows):
+        data |= {f"checks-{number}-{name}": value for name, value in row.items()}
+    return data
+
+
+def post_study_page(admin_client, study, rows: list[dict]):
+    from tests.collection.test_study_changes import admin_form
+
+    form = admin_form(admin_client, study)
+    values = {name: form.initial.get(name, field.initial) for name, field in form.fields.items()}
+    data = {name: "" if value is None else value for name, value in values.items() if value is not False}
+    data = {name: "on" if value is True else value for name, value in data.items()}
+    return admin_client.post(f"/admin/collection/study/{study.pk}/change/", data | inline_data(study, rows))
+
+
+def test_the_study_page_adds_checks_inline(admin_client):
+    study = make_study()
+    row = {
+        "kind": "instructed",
+        "left_item": item(study, 0, 1).pk,
+        "right_item": item(study, 2, 3).pk,
+        "expected": "left",
+        "instruction": "For this one, choose the pair on the left.",
+    }
+
+    response = post_study_page(admin_client, study, [row])
+
+    assert response.status_code == 302
+    check = Check.objects.get(study=study)
+    assert (check.kind, check.expected, check.instruction) == (
+        "instructed",
+        "left",
+        "For this one, choose the pair on the left.",
+    )
+
+
+def test_the_study_page_refuses_a_check_on_an_item_of_another_study(admin_client):
+    study, other = make_study(), make_study()
+    row = {
+        "kind": "gold",
+        "left_item": item(study, 0, 1).pk,
+        "right_item": item(other, 2, 3).pk,
+        "expected": "left",
+    }
+
+    response = post_study_page(admin_client, study, [row])
+
+    assert response.status_code == 200
+    errors = response.context["inline_admin_formsets"][0].formset.errors
+    assert errors == [
+        {"__all__": [f"the right item {item(other, 2, 3).pk} is not an item of study {study.slug!r}"]}
+    ]
+    assert not Check.objects.exists()

@@ -179,7 +179,9 @@ def test_no_answer_to_a_check_is_a_vote(crowd_study):
 
     assert crowd_study.status == Study.Status.FINISHED
     assert answers >= 100  # about 8 for each of 16 annotators
-    assert Vote.objects.filter(ballot=ballot).count() == ballot.votes_recorded == ballot.comparison_count == 750
+    assert (
+        Vote.objects.filter(ballot=ballot).count() == ballot.votes_recorded == ballot.comparison_count == 750
+    )
     appearances = ItemScore.objects.filter(ballot=ballot).aggregate(total=Sum("appearances"))["total"]
     assert appearances == 2 * 750  # the scores count the 750 votes, none of the answers
     assert not Vote.objects.filter(assignment__quality_check__isnull=False).exists()
@@ -191,10 +193,14 @@ def test_the_results_page_and_the_exports_show_the_checks(crowd_study, django_us
 
     page = client.get(f"/studies/{crowd_study.slug}/results/?flag=checks").content.decode()
     annotators_csv = list(
-        csv.DictReader(io.StringIO(client.get(f"/studies/{crowd_study.slug}/export/annotators.csv").getvalue().decode()))
+        csv.DictReader(
+            io.StringIO(client.get(f"/studies/{crowd_study.slug}/export/annotators.csv").getvalue().decode())
+        )
     )
     checks_csv = list(
-        csv.reader(io.StringIO(client.get(f"/studies/{crowd_study.slug}/export/checks.csv").getvalue().decode()))
+        csv.reader(
+            io.StringIO(client.get(f"/studies/{crowd_study.slug}/export/checks.csv").getvalue().decode())
+        )
     )
 
     assert "Checks right" in page and "failed checks</strong>: failed " in page
