@@ -417,7 +417,7 @@ def next_comparison_body(study: Study, result: voting.NextResult) -> dict:
     return {
         "assignment": result.assignment.pk,
         "expires_at": _EXPIRES_AT.to_representation(result.assignment.expires_at),
-        "question": study.question,
+        "question": result.question(study),  # a check's instruction, if an instructed-response check
         "allow_ties": study.allow_ties,
         "left": result.sides["left"],
         "right": result.sides["right"],

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Case, FloatField, Value, When
 
-from collection.models import Ballot, BallotItem, Item, ItemScore, Vote
+from collection.models import Ballot, BallotItem, CheckAnswer, Item, ItemScore, Vote
 
 # A vote's outcome for its left item, as Eq. 1 counts it: a win 1, a loss 0, a tie half a win.
 OUTCOME = {Vote.Choice.LEFT: 1.0, Vote.Choice.RIGHT: 0.0, Vote.Choice.TIE: 0.5}
@@ -141,6 +141,28 @@ def study_votes(*, study_id: int, closed_only: bool = False) -> Votes:
     if closed_only:
         rows = rows.filter(ballot__status=Ballot.Status.CLOSED)
     return _votes(rows)
+
+
+@dataclass(frozen=True)
+class CheckAnswers:
+    """Every answer to a check of a study, one entry per answer, by annotator id."""
+
+    annotator: np.ndarray  # annotator id
+    correct: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return self.annotator.size
+
+
+def study_check_answers(*, study_id: int) -> CheckAnswers:
+    """Every answer to the study's checks (gold and instructed-response), never a vote."""
+    table = _table(
+        CheckAnswer.objects.filter(annotator__study_id=study_id)
+        .order_by("annotator_id", "pk")
+        .values_list("annotator_id", "correct"),
+        2,
+    )
+    return CheckAnswers(annotator=_integers(table[:, 0]), correct=table[:, 1].astype(bool))
 
 
 # --- scores --------------------------------------------------------------------------------------

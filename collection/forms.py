@@ -9,7 +9,8 @@ from django.db import models
 from django.utils.html import escape
 
 from collection import limits
-from collection.models import Study
+from collection.checks import check_problems
+from collection.models import Check, Study
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import STUDY_SETTINGS, study_setting_problems
 
@@ -56,6 +57,9 @@ class StudyAdminForm(forms.ModelForm):
         if "seed" in self.fields:
             self.fields["seed"].required = False
             self.fields["seed"].help_text += " Blank: keep the current one (a random seed for a new study)."
+        if "check_rate" in self.fields:
+            self.fields["check_rate"].required = False
+            self.fields["check_rate"].help_text += " Blank: 0."
 
     def clean_question(self):
         return self.cleaned_data["question"].replace("\r\n", "\n")
@@ -67,6 +71,10 @@ class StudyAdminForm(forms.ModelForm):
     def clean_seed(self):
         value = self.cleaned_data["seed"]
         return self.instance.seed if value is None else value
+
+    def clean_check_rate(self):
+        value = self.cleaned_data["check_rate"]
+        return 0.0 if value is None else value
 
     def clean_minimum_coverage(self):
         value = self.cleaned_data["minimum_coverage"]
@@ -213,3 +221,27 @@ class DuplicateForm(forms.Form):
         if slug and Study.objects.filter(slug=slug).exists():
             raise forms.ValidationError(f"A study with the slug “{slug}” exists already; choose another.")
         return slug
+
+
+class CheckInlineForm(forms.ModelForm):
+    """A check on the study's page: its items must be the study's, its instruction fit its kind."""
+
+    class Meta:
+        model = Check
+        fields = ("kind", "left_item", "right_item", "expected", "instruction")
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.study_id is None or self.errors:  # the inline formset sets the study first
+            return cleaned
+        problems = check_problems(
+            study=self.instance.study,
+            kind=cleaned.get("kind", ""),
+            left_item=cleaned.get("left_item"),
+            right_item=cleaned.get("right_item"),
+            expected=cleaned.get("expected", ""),
+            instruction=cleaned.get("instruction", ""),
+        )
+        if problems:
+            raise forms.ValidationError(problems)
+        return cleaned

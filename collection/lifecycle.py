@@ -294,7 +294,8 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
             ),
             batch_size=2000,
         )
-        Assignment.objects.filter(comparison__ballot=ballot, status=Assignment.Status.ACTIVE).update(
+        # By the ballot, not its comparisons: a check's assignment has no comparison and ends here too.
+        Assignment.objects.filter(ballot=ballot, status=Assignment.Status.ACTIVE).update(
             status=Assignment.Status.CANCELLED
         )
         Comparison.objects.filter(ballot=ballot).exclude(status=Comparison.Status.VOTED).update(

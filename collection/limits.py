@@ -74,3 +74,20 @@ QUALITY_ALPHA_MESSAGE = (
     "quality_position_alpha is a significance level strictly between 0 and 1 (0.05 is usual); leave it "
     "blank to turn the position-bias check off."
 )
+
+# Checks (gold comparisons and instructed-response checks): the share of served comparisons that are
+# checks. Above a half, an annotator would spend more time proving attention than giving votes.
+MAX_CHECK_RATE = 0.5
+# Failed checks at which the results page flags an annotator; past a hundred it is no threshold.
+MAX_FAILED_CHECKS = 100
+# Checks per study: each is answered at most once per annotator, so a few dozen cover any stream.
+MAX_CHECKS = 1_000
+CHECK_RATE_MESSAGE = (
+    f"check_rate is the share of served comparisons that are checks, from 0 (none) to {MAX_CHECK_RATE:g} "
+    "(one in two); 0.1 serves about one check in ten comparisons."
+)
+FAILED_CHECKS_MESSAGE = (
+    f"quality_max_failed_checks must be a whole number from 1 to {MAX_FAILED_CHECKS}: the failed checks at "
+    "which an annotator is flagged (2: a second failed check); leave it blank to turn the flag off."
+)
+CHECKS_MESSAGE = f"a study holds at most {MAX_CHECKS:,} checks; an annotator answers each at most once."

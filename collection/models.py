@@ -259,6 +259,27 @@ class Study(models.Model):
         help_text="Flag an annotator who judges the pairs they saw more than once the same way less often "
         "than this (0 to 1). The ballots never show an annotator a pair twice today. Blank: no flag.",
     )
+    quality_max_failed_checks = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=2,
+        validators=[
+            MinValueValidator(1, message=limits.FAILED_CHECKS_MESSAGE),
+            MaxValueValidator(limits.MAX_FAILED_CHECKS, message=limits.FAILED_CHECKS_MESSAGE),
+        ],
+        help_text="Flag an annotator who fails this many checks or more (gold comparisons answered "
+        "against the known answer, instructed-response checks not followed). Blank: no flag.",
+    )
+    # Checks are mixed into each annotator's stream at this rate; they are never votes (collection/checks.py).
+    check_rate = models.FloatField(
+        default=0.0,
+        validators=[
+            MinValueValidator(0, message=limits.CHECK_RATE_MESSAGE),
+            MaxValueValidator(limits.MAX_CHECK_RATE, message=limits.CHECK_RATE_MESSAGE),
+        ],
+        help_text="Share of the comparisons served that are checks (gold or instructed-response) the "
+        "annotator has not answered yet, 0 to 0.5; 0 serves none. Checks are never counted as votes.",
+    )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -389,6 +410,20 @@ class Study(models.Model):
                     "quality_min_majority_agreement",
                     "quality_min_self_agreement",
                 )
+            ),
+            models.CheckConstraint(
+                condition=Q(quality_max_failed_checks__isnull=True)
+                | (
+                    Q(quality_max_failed_checks__gte=1)
+                    & Q(quality_max_failed_checks__lte=limits.MAX_FAILED_CHECKS)
+                ),
+                name="study_quality_failed_checks_bounded",
+                violation_error_message=limits.FAILED_CHECKS_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(check_rate__gte=0) & Q(check_rate__lte=limits.MAX_CHECK_RATE),
+                name="study_check_rate_bounded",
+                violation_error_message=limits.CHECK_RATE_MESSAGE,
             ),
         ]
 
@@ -688,10 +723,18 @@ class Assignment(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "active"
         VOTED = "voted", "voted"
+        ANSWERED = "answered", "answered"  # a check's assignment, answered: never a vote
         EXPIRED = "expired", "expired"
         CANCELLED = "cancelled", "cancelled"
 
-    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="assignments")
+    # A comparison to vote on, or a check to answer (collection/checks.py): exactly one of the two.
+    comparison = models.ForeignKey(
+        Comparison, null=True, blank=True, on_delete=models.CASCADE, related_name="assignments"
+    )
+    # Not "check": that name is the model's system-check method.
+    quality_check = models.ForeignKey(
+        "Check", null=True, blank=True, on_delete=models.CASCADE, related_name="assignments"
+    )
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
@@ -701,6 +744,21 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["-issued_at"]
         constraints = [
+            models.CheckConstraint(
+                condition=(Q(comparison__isnull=False) & Q(quality_check__isnull=True))
+                | (Q(comparison__isnull=True) & Q(quality_check__isnull=False)),
+                name="assignment_of_a_comparison_or_a_check",
+                violation_error_message="An assignment is of a comparison or of a check, never both.",
+            ),
+            # A comparison is voted, a check answered: never the other way round.
+            models.CheckConstraint(
+                condition=~Q(status="voted") | Q(comparison__isnull=False),
+                name="assignment_voted_is_a_comparison",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="answered") | Q(quality_check__isnull=False),
+                name="assignment_answered_is_a_check",
+            ),
             models.UniqueConstraint(
                 fields=["annotator"], condition=Q(status="active"), name="one_active_assignment_per_annotator"
             ),
@@ -751,6 +809,98 @@ class Vote(models.Model):
 
     def __str__(self) -> str:
         return f"vote {self.pk}: {self.choice}"
+
+
+class Check(models.Model):
+    """A check a researcher adds to a study: two items shown as any comparison, with a known answer.
+
+    A gold comparison asks the study's question about two items whose answer the researcher knows
+    ("cat – kitten" against "cat – carburetor"). An instructed-response check shows an instruction in
+    place of the question ("For this one, choose the pair on the left."), the kind of attention check
+    Prolific allows. Checks are served among the comparisons at the study's ``check_rate`` and answered
+    once per annotator; an answer is a ``CheckAnswer``, never a ``Vote``.
+    """
+
+    class Kind(models.TextChoices):
+        GOLD = "gold", "gold comparison"
+        INSTRUCTED = "instructed", "instructed response"
+
+    class Side(models.TextChoices):
+        LEFT = "left", "left"
+        RIGHT = "right", "right"
+
+    INSTRUCTION_MAX_LENGTH = 300  # as Study.question, which it replaces on the page
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="checks")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.GOLD)
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    expected = models.CharField(
+        max_length=5, choices=Side.choices, help_text="The correct answer: the left or the right pair."
+    )
+    instruction = models.CharField(
+        max_length=INSTRUCTION_MAX_LENGTH,
+        blank=True,
+        help_text='Instructed-response checks only: shown in place of the question, e.g. "For this one, '
+        "choose the pair on the left.\" Blank for a gold comparison, which shows the study's question.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(left_item=F("right_item")),
+                name="check_two_distinct_items",
+                violation_error_message="A check shows two different items.",
+            ),
+            models.CheckConstraint(
+                condition=Q(expected__in=["left", "right"]),
+                name="check_expects_a_side",
+                violation_error_message='The expected answer is "left" or "right".',
+            ),
+            models.CheckConstraint(
+                condition=(Q(kind="gold") & Q(instruction="")) | (Q(kind="instructed") & ~Q(instruction="")),
+                name="check_instruction_of_its_kind",
+                violation_error_message="An instructed-response check needs its instruction; a gold "
+                "comparison has none (it shows the study's question).",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.pk} (expects {self.expected})"
+
+    @property
+    def question_shown(self) -> str:
+        return self.instruction or self.study.question
+
+
+class CheckAnswer(models.Model):
+    """An annotator's answer to a check: recorded once, never a vote, never in a ballot's counter."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="check_answer")
+    quality_check = models.ForeignKey(Check, on_delete=models.CASCADE, related_name="answers")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="check_answers")
+    choice = models.CharField(max_length=5, choices=Vote.Choice.choices)
+    correct = models.BooleanField(help_text="The choice is the check's expected answer.")
+    response_ms = models.PositiveIntegerField(
+        help_text="From issuing the assignment to the answer, on the server."
+    )
+    client_response_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="As measured by the page."
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "quality_check"], name="check_answered_once_per_annotator"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"answer {self.pk} to check {self.quality_check_id}: {self.choice}"
 
 
 class ItemScore(models.Model):

@@ -116,6 +116,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "max_variants_per_owner",
             "relevant_top_k",
             *QUALITY_SETTINGS,
+            "check_rate",
             "status",
             "created_by",
             "duplicated_from",
@@ -155,6 +156,18 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
                 },
             },
             **{name: {"error_messages": _share_messages(name)} for name in QUALITY_SHARES},
+            "quality_max_failed_checks": {
+                "error_messages": {
+                    "min_value": limits.FAILED_CHECKS_MESSAGE,
+                    "max_value": limits.FAILED_CHECKS_MESSAGE,
+                },
+            },
+            "check_rate": {
+                "error_messages": {
+                    "min_value": limits.CHECK_RATE_MESSAGE,
+                    "max_value": limits.CHECK_RATE_MESSAGE,
+                },
+            },
             "seed": {"error_messages": {"min_value": limits.SEED_MESSAGE, "max_value": limits.SEED_MESSAGE}},
         }
 

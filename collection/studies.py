@@ -18,7 +18,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from collection import limits
-from collection.models import Item, SemanticArea, Study, StudyChange, Token
+from collection.models import Check, Item, SemanticArea, Study, StudyChange, Token
 from common.errors import ServiceError, StudyStateError
 from scoring.plan import AreaPlans, BallotPlan, area_plans, ballot_plan, plan_for_budget
 
@@ -172,6 +172,10 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     "quality_position_alpha": StudySetting("position-bias significance level α", _ALWAYS),
     "quality_min_majority_agreement": StudySetting("smallest agreement with the majority", _ALWAYS),
     "quality_min_self_agreement": StudySetting("smallest self-agreement", _ALWAYS),
+    "quality_max_failed_checks": StudySetting("failed checks that flag an annotator", _ALWAYS),
+    # How often the lease serves a check instead of a comparison: it changes which checks are answered,
+    # never a vote or the design, so it may change while the study runs.
+    "check_rate": StudySetting("share of checks among the comparisons served", _UNTIL_FINISHED, _COLLECTED),
 }
 
 QUALITY_SETTINGS = tuple(name for name in STUDY_SETTINGS if name.startswith("quality_"))
@@ -405,6 +409,7 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         max_variants_per_owner=study.max_variants_per_owner,
         relevant_top_k=study.relevant_top_k,
         **{name: getattr(study, name) for name in QUALITY_SETTINGS},
+        check_rate=study.check_rate,
         created_by=user,
         duplicated_from=study,
     )
@@ -429,5 +434,20 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
             for item in study.items.all()
         ],
         batch_size=2000,
+    )
+    # The checks too: the same instrument has the same attention checks, on the copy's items.
+    item_of_index = dict(copy.items.values_list("index", "pk"))
+    Check.objects.bulk_create(
+        [
+            Check(
+                study=copy,
+                kind=check.kind,
+                left_item_id=item_of_index[check.left_item.index],
+                right_item_id=item_of_index[check.right_item.index],
+                expected=check.expected,
+                instruction=check.instruction,
+            )
+            for check in study.checks.select_related("left_item", "right_item")
+        ]
     )
     return copy

@@ -245,6 +245,7 @@ def _next_page(request, study, annotator, result):
         "study": study,
         "assignment": result.assignment,
         "items": result.sides,
+        "question": result.question(study),
         "progress": result.progress,
         "participant_id": annotator.participant_id,  # the consent text that the instructions repeat
         "api_vote_url": f"{get_script_prefix()}api/votes/",

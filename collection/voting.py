@@ -9,6 +9,7 @@ simulated annotators): the vote, then the next comparison, in one call.
 
 from __future__ import annotations
 
+import random
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,8 +17,9 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from collection import checks
 from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
-from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
+from collection.models import Annotator, Assignment, Ballot, CheckAnswer, Comparison, Study, Vote
 from collection.selectors import AnnotatorProgress
 from common.errors import ServiceError
 from common.prepared import PreparedStatement
@@ -76,6 +78,7 @@ class NextResult:
 
     With an assignment, ``sides`` holds both items as shown (``{"left": {"item": id, "tokens": [a, b]},
     "right": …}``) and ``progress`` where the annotator stands, read in the same statements as the lease.
+    ``instruction`` is what an instructed-response check shows in place of the study's question.
     """
 
     assignment: Assignment | None
@@ -83,6 +86,11 @@ class NextResult:
     retry_after_seconds: int | None = None
     sides: dict | None = None
     progress: AnnotatorProgress | None = None
+    instruction: str = ""
+
+    def question(self, study: Study) -> str:
+        """The question shown above this comparison: the study's, or a check's instruction."""
+        return self.instruction or study.question
 
 
 def _nothing_in_open_ballot(*, study: Study, reason: str, comparison_count: int) -> NextResult:
@@ -134,7 +142,9 @@ def _assignment(**values) -> Assignment:
     return assignment
 
 
-def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) -> NextResult:
+def comparison_next_for(
+    *, annotator: Annotator, now: datetime | None = None, rng: random.Random | None = None
+) -> NextResult:
     """Lease the annotator a comparison of the open ballot, or say why there is none.
 
     The annotator gets back the assignment they already hold, if its lease runs; otherwise the first
@@ -143,8 +153,19 @@ def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) ->
     comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one statement that
     also ends the leases it replaces, creates the assignment and returns both items' tokens and the
     annotator's progress; on SQLite the IMMEDIATE transaction serialises the whole lease.
+
+    With the study's ``check_rate`` (a draw from ``rng``), the lease serves instead a check the annotator
+    has not answered (``collection.checks``), if they hold nothing and may still vote in the ballot.
     """
     now = now or timezone.now()
+    if checks.check_due(rate=annotator.study.check_rate, rng=rng):
+        try:
+            with transaction.atomic():  # the annotator's row locked while the check is leased
+                served = _check_lease(annotator=annotator, now=now, rng=rng)
+        except IntegrityError:  # a comparison's lease of the same annotator won the race: theirs below
+            served = None
+        if served is not None:
+            return served
     if connection.vendor == "postgresql":
         return _lease_in_one_statement(annotator=annotator, now=now)
     with transaction.atomic():
@@ -362,6 +383,8 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
             issued_at=issued_at,
             expires_at=expires_at,
         )
+        if comparison_id is None:  # a check they hold: its sides are not in the statement's joins
+            return _held_check(assignment, progress)
         sides = _sides(left_item, left_a, left_b, right_item, right_a, right_b)
         return NextResult(assignment, NextReason.OK, sides=sides, progress=progress)
     if progress.quota_reached:
@@ -386,7 +409,7 @@ SELECT b.id, b.number, b.comparison_count, b.votes_recorded,
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s AND v.ballot_id = b.id),
        h.id, h.comparison_id, h.ballot_id, h.issued_at, h.expires_at,
        c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
-FROM (SELECT 1)
+FROM (SELECT 1) AS here  -- the alias PostgreSQL asks for (the lease of a check reads it there too)
 LEFT JOIN collection_ballot b ON b.study_id = %(study)s AND b.status = 'open'
 LEFT JOIN collection_assignment h ON h.annotator_id = %(annotator)s AND h.status = 'active'
 LEFT JOIN collection_comparison c ON c.id = h.comparison_id
@@ -454,6 +477,8 @@ def _sides(left_item, left_a, left_b, right_item, right_a, right_b) -> dict:
 
 def _datetime_of(value) -> datetime:
     """A datetime column read by raw SQL, as the ORM would give it (aware, on SQLite from its text)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:  # PostgreSQL's driver gives it already
+        return value
     return connection.ops.convert_datetimefield_value(value, None, connection)
 
 
@@ -502,6 +527,8 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
                     issued_at=_datetime_of(held_issued_at),
                     expires_at=held_expires_at,
                 )
+                if held_comparison_id is None:  # a check they hold
+                    return _held_check(held, progress)
                 return NextResult(held, NextReason.OK, sides=_sides(*held_sides), progress=progress)
             cursor.execute("UPDATE collection_assignment SET status = 'expired' WHERE id = %s", [held_id])
         if progress.quota_reached:
@@ -548,6 +575,66 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
     return NextResult(assignment, NextReason.OK, sides=_sides(*sides), progress=progress)
 
 
+# --- a check in place of a comparison ------------------------------------------------------------
+
+
+def _held_check(assignment: Assignment, progress: AnnotatorProgress) -> NextResult:
+    check_id, instruction, sides = checks.check_held(assignment_id=assignment.pk)
+    assignment.quality_check_id = check_id
+    return NextResult(
+        assignment, NextReason.OK, sides=_sides(*sides), progress=progress, instruction=instruction
+    )
+
+
+def _check_lease(*, annotator: Annotator, now: datetime, rng: random.Random | None) -> NextResult | None:
+    """Serve a check (``collection.checks.check_lease``), or None to lease a comparison as usual.
+
+    Only an annotator who holds no assignment and may still vote in an open ballot that is not
+    closing gets a check; anything else (a held lease, the cap reached, no check left to answer) is
+    left to the lease of a comparison, which says it. The progress is the one of a comparison: a check
+    moves nothing in it.
+    """
+    study = annotator.study
+    if connection.features.has_select_for_update:
+        _lock_annotator(annotator)
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_STATE_SQL, {"study": study.pk, "annotator": annotator.pk})
+        (
+            ballot_id,
+            ballot_number,
+            comparison_count,
+            votes_recorded,
+            votes_total,
+            votes_in_ballot,
+            held_id,
+        ) = cursor.fetchone()[:7]
+    if ballot_id is None or held_id is not None or votes_recorded >= comparison_count:
+        return None
+    progress = _progress(study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count)
+    if progress.quota_reached:
+        return None
+    expires_at = now + timedelta(seconds=study.lease_seconds)
+    served = checks.check_lease(
+        annotator=annotator, ballot_id=ballot_id, now=now, expires_at=expires_at, rng=rng
+    )
+    if served is None:
+        return None
+    assignment_id, check_id, instruction, sides = served
+    assignment = _assignment(
+        id=assignment_id,
+        comparison_id=None,
+        quality_check_id=check_id,
+        ballot_id=ballot_id,
+        annotator=annotator,
+        status=Assignment.Status.ACTIVE,
+        issued_at=now,
+        expires_at=expires_at,
+    )
+    return NextResult(
+        assignment, NextReason.OK, sides=_sides(*sides), progress=progress, instruction=instruction
+    )
+
+
 # --- the vote ------------------------------------------------------------------------------------
 
 
@@ -576,8 +663,12 @@ def vote_record(
     choice: str,
     client_response_ms: int | None = None,
     now: datetime | None = None,
-) -> tuple[Vote, bool]:
+) -> tuple[Vote | CheckAnswer, bool]:
     """Record the annotator's vote on their assignment; returns (vote, created).
+
+    The assignment of a check (``collection.checks``) records a ``CheckAnswer`` instead, returned in
+    place of the vote: found only once the vote's statement took no comparison, so that a vote pays
+    nothing for it.
 
     A retried request for an assignment already voted returns the recorded vote unchanged (created is
     False) whatever its choice. Refused with a 4xx ServiceError: an assignment that is not the
@@ -618,7 +709,7 @@ TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
 # the ballot's counter follow from that row.
 _VOTE_SQL = """
 WITH target AS (
-    SELECT a.id, a.status, a.issued_at, a.expires_at, a.comparison_id, a.ballot_id
+    SELECT a.id, a.status, a.issued_at, a.expires_at, a.comparison_id, a.ballot_id, a.quality_check_id
     FROM collection_assignment a
     WHERE a.id = %(assignment)s AND a.annotator_id = %(annotator)s
     FOR UPDATE
@@ -660,7 +751,8 @@ counter AS (
     RETURNING b.votes_recorded, b.comparison_count
 )
 SELECT s.status, s.ballot_open, s.ballot_number, s.expires_at <= %(now)s, s.ballot_id,
-       (SELECT count(*) FROM marked), counter.votes_recorded, counter.comparison_count, vote.*
+       (SELECT count(*) FROM marked), counter.votes_recorded, counter.comparison_count, s.quality_check_id,
+       vote.*
 FROM state s
 LEFT JOIN vote ON TRUE
 LEFT JOIN counter ON TRUE
@@ -713,10 +805,19 @@ def _vote_in_one_statement(
     if row is None:
         raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
     status, ballot_open, ballot_number, expired, ballot_id, _marked, recorded, comparison_count = row[:8]
-    vote_values = row[8:]
+    check_id = row[8]
+    vote_values = row[9:]
     if vote_values[0] is None:
         if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
             return Vote.objects.get(assignment_id=assignment_id), False
+        if check_id is not None:  # a check's assignment: its answer, never a vote
+            return _vote_not_taken(
+                annotator=annotator,
+                assignment_id=assignment_id,
+                choice=choice,
+                client_response_ms=client_response_ms,
+                now=now,
+            )
         if _tie_refused(annotator, choice):
             raise ServiceError(TIE_REFUSED)
         raise _vote_refused(
@@ -732,32 +833,48 @@ def _vote_in_one_statement(
 
 # Why a vote that took no row was refused: the assignment as its owner sees it, with its ballot.
 _VOTE_REFUSAL_SQL = """
-SELECT a.status, a.expires_at, b.status, b.number
+SELECT a.status, a.expires_at, b.status, b.number, a.quality_check_id
 FROM collection_assignment a
 JOIN collection_ballot b ON b.id = a.ballot_id
 WHERE a.id = %s AND a.annotator_id = %s
 """
 
 
-def _vote_not_taken(*, annotator: Annotator, assignment_id: int, choice: str, now: datetime) -> Vote:
-    """The recorded vote of a retried request; otherwise the ServiceError that says why nothing was
-    taken (checked in the order people are told: not yours, a tie not offered, expired or closed)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_VOTE_REFUSAL_SQL, [assignment_id, annotator.pk])
-        row = cursor.fetchone()
-    if row is None:
-        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
-    status, expires_at, ballot_status, ballot_number = row
-    if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
-        return Vote.objects.get(assignment_id=assignment_id)
-    if _tie_refused(annotator, choice):
-        raise ServiceError(TIE_REFUSED)
-    raise _vote_refused(
-        status=status,
-        ballot_open=ballot_status == Ballot.Status.OPEN,
-        ballot_number=ballot_number,
-        expired=_datetime_of(expires_at) <= now,
-    )
+def _vote_not_taken(
+    *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
+) -> tuple[Vote | CheckAnswer, bool]:
+    """A vote that took no comparison: the recorded vote or check answer of a retried request, the
+    answer to the check of a check's assignment, or the ServiceError that says why nothing was taken
+    (checked in the order people are told: not yours, a tie not offered, expired or closed)."""
+    for attempt in range(2):
+        with connection.cursor() as cursor:
+            cursor.execute(_VOTE_REFUSAL_SQL, [assignment_id, annotator.pk])
+            row = cursor.fetchone()
+        if row is None:
+            raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+        status, expires_at, ballot_status, ballot_number, check_id = row
+        if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
+            return Vote.objects.get(assignment_id=assignment_id), False
+        if status == Assignment.Status.ANSWERED:  # a retry: the check answer its first request recorded
+            return CheckAnswer.objects.get(assignment_id=assignment_id), False
+        if _tie_refused(annotator, choice):
+            raise ServiceError(TIE_REFUSED)
+        ballot_open = ballot_status == Ballot.Status.OPEN
+        expired = _datetime_of(expires_at) <= now
+        if check_id is not None and status == Assignment.Status.ACTIVE and ballot_open and not expired:
+            answer = checks.check_answer_record(
+                annotator=annotator,
+                assignment_id=assignment_id,
+                choice=choice,
+                client_response_ms=client_response_ms,
+                now=now,
+            )
+            if answer is not None:
+                return answer, True
+            if attempt == 0:
+                continue  # another request of theirs answered it (or it lapsed) meanwhile: read again
+        break
+    raise _vote_refused(status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired)
 
 
 @transaction.atomic
@@ -773,20 +890,30 @@ def _vote_step_by_step(
     """
     if _tie_refused(annotator, choice):
         return _vote_not_taken(
-            annotator=annotator, assignment_id=assignment_id, choice=choice, now=now
-        ), False
+            annotator=annotator,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=client_response_ms,
+            now=now,
+        )
     now_value = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE collection_assignment SET status = 'voted'"
             " WHERE id = %s AND annotator_id = %s AND status = 'active' AND expires_at > %s"
+            " AND comparison_id IS NOT NULL"
             " RETURNING comparison_id, ballot_id, issued_at",
             [assignment_id, annotator.pk, now_value],
         )
         row = cursor.fetchone()
-        if row is None:
-            vote = _vote_not_taken(annotator=annotator, assignment_id=assignment_id, choice=choice, now=now)
-            return vote, False
+        if row is None:  # a retry, a check's assignment (its answer), or refused
+            return _vote_not_taken(
+                annotator=annotator,
+                assignment_id=assignment_id,
+                choice=choice,
+                client_response_ms=client_response_ms,
+                now=now,
+            )
         comparison_id, ballot_id, issued_at = row
         # A conditional UPDATE: its row says whether this vote is the one that takes the comparison.
         cursor.execute(
@@ -868,8 +995,8 @@ def vote_record_and_next(
     choice: str,
     client_response_ms: int | None = None,
     now: datetime | None = None,
-) -> tuple[Vote, bool, NextResult]:
-    """Record the vote (``vote_record``), then lease the annotator's next comparison
+) -> tuple[Vote | CheckAnswer, bool, NextResult]:
+    """Record the vote (``vote_record``, a ``CheckAnswer`` for a check's assignment), then lease the annotator's next comparison
     (``comparison_next_for``); returns (vote, created, next).
 
     One judgement, one call: the API's vote, the voting page's form and the simulated annotators all

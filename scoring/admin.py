@@ -60,6 +60,7 @@ EXPORTS = (
     ("scoring:export-dataset-json", "Dataset (JSON)"),
     ("scoring:export-votes-csv", "Votes (CSV)"),
     ("scoring:export-annotators-csv", "Annotators (CSV)"),
+    ("scoring:export-checks-csv", "Check answers (CSV)"),
 )
 
 

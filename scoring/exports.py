@@ -1,4 +1,4 @@
-"""Selectors of the exports: every vote and every annotator as CSV rows, and the study part of the JSON
+"""Selectors of the exports: every vote, every check answer and every annotator as CSV rows, and the study part of the JSON
 dataset.
 
 The dataset itself is ``scoring.selectors.study_dataset``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from collection.crowd import OUTCOMES, PLATFORM_PARAMETERS, participant_code
-from collection.models import Annotator, Item, Study, Vote
+from collection.models import Annotator, CheckAnswer, Item, Study, Vote
 from collection.studies import study_area_plans
 from common.errors import ServiceError
 from scoring.selectors import annotator_figures, study_overview
@@ -125,13 +125,16 @@ ANNOTATOR_CSV_COLUMNS = (
     "self_agreement",
     "self_compared",
     "self_repeated_pairs",
+    "checks_answered",
+    "checks_failed",
+    "check_accuracy",
     "flags",
     "flag_reasons",
 )
 
 
 def study_annotator_rows(*, study: Study) -> Iterator[list]:
-    """Every annotator who voted, most votes first, one list of cells per ``ANNOTATOR_CSV_COLUMNS``.
+    """Every annotator who voted or answered a check, most votes first, one list of cells per ``ANNOTATOR_CSV_COLUMNS``.
 
     The figures and flags of the results page (``annotator_figures``); ``flags`` holds the codes of
     the flags raised, separated by ``;``, and ``flag_reasons`` the reason of each, in the same order.
@@ -156,8 +159,104 @@ def study_annotator_rows(*, study: Study) -> Iterator[list]:
             row.self_agreement,
             row.self_compared,
             row.self_repeated_pairs,
+            row.checks_answered,
+            row.checks_failed,
+            row.check_accuracy,
             ";".join(row.flag_codes),
             "; ".join(flag.reason for flag in row.flags),
+        ]
+
+
+CHECK_ANSWER_COLUMNS = (
+    "answer_id",
+    "ballot",
+    "annotator_id",
+    "annotator",
+    "check_id",
+    "kind",
+    "instruction",
+    "left_item_id",
+    "left_token_a",
+    "left_token_b",
+    "right_item_id",
+    "right_token_a",
+    "right_token_b",
+    "expected",
+    "choice",
+    "correct",
+    "response_ms",
+    "client_response_ms",
+    "created_at",
+)
+
+
+def study_check_answer_rows(*, study: Study, chunk_size: int = 5000) -> Iterator[list]:
+    """Every answer to the study's checks, one list of cells per ``CHECK_ANSWER_COLUMNS``, in the order
+    recorded. Never votes: ``votes.csv`` and the scores hold none of them."""
+    labels = {
+        annotator.pk: str(annotator)
+        for annotator in Annotator.objects.filter(study=study).select_related("user")
+    }
+    tokens = {
+        item_id: (token_a, token_b)
+        for item_id, token_a, token_b in Item.objects.filter(study=study).values_list(
+            "id", "token_a__text", "token_b__text"
+        )
+    }
+    answers = (
+        CheckAnswer.objects.filter(annotator__study=study)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "assignment__ballot__number",
+            "annotator_id",
+            "quality_check_id",
+            "quality_check__kind",
+            "quality_check__instruction",
+            "quality_check__left_item_id",
+            "quality_check__right_item_id",
+            "quality_check__expected",
+            "choice",
+            "correct",
+            "response_ms",
+            "client_response_ms",
+            "created_at",
+        )
+    )
+    for (
+        pk,
+        ballot,
+        annotator_id,
+        check_id,
+        kind,
+        instruction,
+        left,
+        right,
+        expected,
+        choice,
+        correct,
+        response,
+        client,
+        created,
+    ) in answers.iterator(chunk_size=chunk_size):
+        yield [
+            pk,
+            ballot,
+            annotator_id,
+            labels[annotator_id],
+            check_id,
+            kind,
+            instruction,
+            left,
+            *tokens[left],
+            right,
+            *tokens[right],
+            expected,
+            choice,
+            correct,
+            response,
+            client,
+            created.isoformat(),
         ]
 
 

@@ -1,4 +1,4 @@
-"""The quality-control tests of the annotators of a study: position bias, speed, self-agreement.
+"""The quality-control tests of the annotators of a study: position bias, speed, self-agreement, checks.
 
 PURE module: numpy, scipy and the standard library only. Every function works on all annotators at
 once: votes are parallel arrays, an annotator (or any group) is a code 0 … G-1, and the per-annotator
@@ -16,6 +16,7 @@ import numpy as np
 __all__ = [
     "MIN_OBSERVATIONS",
     "binomial_two_sided_p",
+    "check_accuracy",
     "holm_adjusted",
     "judged",
     "self_agreement",
@@ -105,3 +106,21 @@ def self_agreement(group, pair_key, outcome, groups: int) -> tuple[np.ndarray, n
         np.bincount(cell_group, weights=compared, minlength=groups).astype(np.int64),
         np.bincount(cell_group, weights=repeated, minlength=groups).astype(np.int64),
     )
+
+
+def check_accuracy(group, correct, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group: (checks answered, checks failed, accuracy), from one entry per check answer.
+
+    A check (a gold comparison or an instructed-response check) has one correct answer; ``correct``
+    says whether each answer was it. The accuracy of a group is correct answers / answers, NaN without
+    an answer; failed = answered − correct. Unlike the other tests, no minimum number of answers: a
+    check's answer is known, so a single failed check is evidence on its own (an honest annotator fails
+    a clear check only by a slip).
+    """
+    group = np.asarray(group, dtype=np.int64)
+    correct = np.asarray(correct, dtype=bool)
+    answered = np.bincount(group, minlength=groups).astype(np.int64)
+    right = np.bincount(group, weights=correct, minlength=groups).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.where(answered > 0, right / np.maximum(answered, 1), np.nan)
+    return answered, answered - right, accuracy

@@ -338,6 +338,7 @@ QUALITY_FLAGS = {
     "position": "position bias",
     "majority": "disagrees with the majority",
     "self": "disagrees with themselves",
+    "checks": "failed checks",
 }
 
 
@@ -369,7 +370,9 @@ class AnnotatorStats:
     self_compared: int = 0  # pairs of judgements on those pairs
     self_repeated_pairs: int = 0  # pairs of items the annotator judged more than once
     flags: tuple[QualityFlag, ...] = ()
-    check_accuracy: float | None = None  # accuracy on gold and instructed-response checks, once they exist
+    check_accuracy: float | None = None  # share of the checks (gold and instructed-response) answered right
+    checks_answered: int = 0
+    checks_failed: int = 0
 
     @property
     def left_choice_percent(self) -> float | None:
@@ -390,6 +393,10 @@ class AnnotatorStats:
     @property
     def fast_percent(self) -> float | None:
         return None if self.fast_share is None else 100.0 * self.fast_share
+
+    @property
+    def check_accuracy_percent(self) -> float | None:
+        return None if self.check_accuracy is None else 100.0 * self.check_accuracy
 
     @property
     def self_agreement_percent(self) -> float | None:
@@ -417,6 +424,7 @@ class QualityThresholds:
     position_alpha: float | None
     min_majority_agreement: float | None
     min_self_agreement: float | None
+    max_failed_checks: int | None = None  # failed checks that raise the flag (no minimum of answers)
     min_observations: int = quality.MIN_OBSERVATIONS  # fewer behind a figure: not judged by its check
 
     @classmethod
@@ -427,6 +435,7 @@ class QualityThresholds:
             position_alpha=study.quality_position_alpha,
             min_majority_agreement=study.quality_min_majority_agreement,
             min_self_agreement=study.quality_min_self_agreement,
+            max_failed_checks=study.quality_max_failed_checks,
         )
 
 
@@ -442,6 +451,7 @@ ANNOTATOR_SORTS = (
     "majority",
     "ranking",
     "self",
+    "checks",
     "flags",
 )
 
@@ -474,6 +484,9 @@ class AnnotatorFigures:
     self_agreement: np.ndarray
     self_compared: np.ndarray
     self_repeated_pairs: np.ndarray
+    checks_answered: np.ndarray
+    checks_failed: np.ndarray
+    check_accuracy: np.ndarray  # NaN for annotators who answered no check
     flags: np.ndarray  # bool, (annotators, len(QUALITY_FLAGS))
 
     def __len__(self) -> int:
@@ -500,6 +513,7 @@ class AnnotatorFigures:
             "majority": self.majority,
             "ranking": self.ranking,
             "self": self.self_agreement,
+            "checks": self.check_accuracy,
             "flags": self.flags.sum(axis=1),
         }[sort].astype(np.float64)
 
@@ -542,6 +556,9 @@ class AnnotatorFigures:
             self_compared=int(self.self_compared[position]),
             self_repeated_pairs=int(self.self_repeated_pairs[position]),
             flags=self._flags_of(position),
+            check_accuracy=value(self.check_accuracy),
+            checks_answered=int(self.checks_answered[position]),
+            checks_failed=int(self.checks_failed[position]),
         )
 
     def _flags_of(self, position: int) -> tuple[QualityFlag, ...]:
@@ -567,6 +584,10 @@ class AnnotatorFigures:
                 f"{self.self_compared[position]} pairs of judgements (at least "
                 f"{100 * (limits.min_self_agreement or 0):.0f}% asked)"
             ),
+            "checks": lambda: (
+                f"failed {self.checks_failed[position]} of {self.checks_answered[position]} checks "
+                f"(flagged at {limits.max_failed_checks} or more)"
+            ),
         }
         return tuple(
             QualityFlag(code=code, label=label, reason=reasons[code]())
@@ -591,11 +612,14 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
     * agreement with the final ranking (finished studies): of the non-tie votes between items of
       different final ȳ, the share choosing the item with the higher ȳ; NaN while running;
     * self-agreement on the pairs of items the annotator judged more than once
-      (``scoring.quality.self_agreement``); NaN when they judged no pair twice, as the ballots do today.
+      (``scoring.quality.self_agreement``); NaN when they judged no pair twice, as the ballots do today;
+    * checks (gold comparisons, instructed-response checks): answered, failed and the accuracy
+      (``scoring.quality.check_accuracy``); an annotator who answered checks but never voted is listed.
 
     A flag is raised where a figure crosses the study's threshold, and only for an annotator with at
     least ``scoring.quality.MIN_OBSERVATIONS`` observations behind the figure (votes, non-tie votes,
-    compared votes, pairs of judgements).
+    compared votes, pairs of judgements); the checks' flag needs no minimum: failed checks at or past
+    ``quality_max_failed_checks`` raise it.
     """
     thresholds = QualityThresholds.of(study)
     labels = {
@@ -603,7 +627,8 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
         for annotator in Annotator.objects.filter(study=study).select_related("user").order_by("pk")
     }
     votes = arrays.study_votes(study_id=study.pk)
-    ids = np.unique(votes.annotator)  # those who voted, by id
+    answers = arrays.study_check_answers(study_id=study.pk)
+    ids = np.union1d(votes.annotator, answers.annotator)  # those who voted or answered a check, by id
     people = ids.size
     who = np.searchsorted(ids, votes.annotator)
     left, right, pair_low = votes.left, votes.right, votes.pair_low
@@ -636,6 +661,9 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
     majority = share(per_annotator(agree & compared), majority_compared)
     self_agreeing, self_compared, self_repeated = quality.self_agreement(who, pair_key, outcome, people)
     self_share = share(self_agreeing, self_compared)
+    checks_answered, checks_failed, check_accuracy = quality.check_accuracy(
+        np.searchsorted(ids, answers.annotator), answers.correct, people
+    )
 
     ranking_compared = np.zeros(people)
     ranking = np.full(people, np.nan)
@@ -672,6 +700,7 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
             crosses(
                 thresholds.min_self_agreement, quality.judged(self_compared), lambda limit: self_share < limit
             ),
+            crosses(thresholds.max_failed_checks, checks_answered > 0, lambda limit: checks_failed >= limit),
         ]
     ).reshape(people, len(QUALITY_FLAGS))
 
@@ -695,6 +724,9 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
         self_agreement=self_share,
         self_compared=self_compared,
         self_repeated_pairs=self_repeated,
+        checks_answered=checks_answered,
+        checks_failed=checks_failed,
+        check_accuracy=check_accuracy,
         flags=flags,
     )
 

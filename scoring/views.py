@@ -19,8 +19,10 @@ from collection.models import Ballot, Study
 from common.csvexport import csv_download
 from scoring.exports import (
     ANNOTATOR_CSV_COLUMNS,
+    CHECK_ANSWER_COLUMNS,
     VOTE_COLUMNS,
     study_annotator_rows,
+    study_check_answer_rows,
     study_export_header,
     study_vote_rows,
 )
@@ -51,6 +53,7 @@ ANNOTATOR_COLUMNS = (
     ("majority", "Agreement with the majority", True),
     ("ranking", "Agreement with the final ranking", True),
     ("self", "Self-agreement", True),
+    ("checks", "Checks right", True),
     ("flags", "Flags", False),
 )
 assert tuple(name for name, _, _ in ANNOTATOR_COLUMNS) == ANNOTATOR_SORTS
@@ -130,6 +133,15 @@ def export_votes_csv(request, slug: str):
     """The raw votes, one row per vote in the order recorded."""
     study = get_object_or_404(Study, slug=slug)
     return csv_download(f"{study.slug}-votes.csv", VOTE_COLUMNS, study_vote_rows(study=study))
+
+
+@staff_member_required
+def export_check_answers_csv(request, slug: str):
+    """The answers to the study's checks (gold and instructed-response), one row per answer."""
+    study = get_object_or_404(Study, slug=slug)
+    return csv_download(
+        f"{study.slug}-checks.csv", CHECK_ANSWER_COLUMNS, study_check_answer_rows(study=study)
+    )
 
 
 @staff_member_required

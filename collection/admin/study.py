@@ -9,11 +9,12 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from collection import limits
 from collection.admin.display import progress_bar, sentence
 from collection.admin.study_pages import StudyPages
-from collection.forms import StudyAdminForm
+from collection.forms import CheckInlineForm, StudyAdminForm
 from collection.jobs import study_job_done_count
-from collection.models import Ballot, Study, StudyChange
+from collection.models import Ballot, Check, Study, StudyChange
 from collection.selectors import studies_with_progress, study_job_shown, study_pools, study_progress
 from collection.studies import (
     QUALITY_SETTINGS,
@@ -34,6 +35,22 @@ from scoring.plan import BUDGET_RULE, budget_derivation, cross_area_share
 RECORD_FIELDS = ("status", "created_by", "created_at", "started_at", "finished_at", "duplicated_from")
 
 
+class CheckInline(admin.TabularInline):
+    """The study's checks, added and changed on its page (any state: a check is never a vote)."""
+
+    model = Check
+    form = CheckInlineForm
+    fields = ("kind", "left_item", "right_item", "expected", "instruction")
+    raw_id_fields = ("left_item", "right_item")  # a study holds up to 20,000 items: no drop-down
+    extra = 1
+    max_num = limits.MAX_CHECKS
+    verbose_name = "check"
+    verbose_name_plural = (
+        "Checks: gold comparisons (the study's question, a known answer) and instructed-response checks "
+        "(an instruction in place of the question), served at the check rate, never counted as votes"
+    )
+
+
 @admin.register(Study)
 class StudyAdmin(StudyPages, admin.ModelAdmin):
     form = StudyAdminForm
@@ -44,6 +61,9 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
     save_on_top = True
     view_on_site = False  # the panel links the annotators' page, the results and the exports
     actions = ("start_studies", "close_current_ballots", "duplicate_studies")
+
+    def get_inlines(self, request, obj=None):
+        return [CheckInline] if obj is not None else []  # a check shows two items of the study
 
     # --- lists and forms
 
@@ -121,9 +141,10 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             (
                 "Quality control",
                 {
-                    "fields": QUALITY_SETTINGS,
+                    "fields": (*QUALITY_SETTINGS, "check_rate"),
                     "description": "The results page flags an annotator past any of these thresholds; "
-                    "a blank one is off. They may change at any time: they judge the votes, not the design.",
+                    "a blank one is off. They may change at any time: they judge the votes, not the design. "
+                    "The check rate mixes the checks listed below into each annotator's comparisons.",
                 },
             ),
         ]

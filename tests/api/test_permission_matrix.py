@@ -645,6 +645,10 @@ MATRIX = {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },
+    "studies/<slug:slug>/export/checks.csv": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
     "models/": {"GET": everyone(200), "POST": everyone(405)},
     "models/login/": {"GET": everyone(200), "POST": everyone(200)},
     "models/logout/": {"GET": everyone(405), "POST": everyone("→ /models/")},

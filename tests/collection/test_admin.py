@@ -182,6 +182,9 @@ def study_form_data(**overrides) -> dict:
         "minimum_coverage": "0.5",
         "max_variants_per_owner": "10",
         "relevant_top_k": "",
+        # The change page's inline of the study's checks (none here).
+        "checks-TOTAL_FORMS": "0",
+        "checks-INITIAL_FORMS": "0",
     }
     data.update(overrides)
     return data

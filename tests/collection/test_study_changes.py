@@ -59,6 +59,8 @@ EDITABLE_IN = {
     "quality_position_alpha": ALL,
     "quality_min_majority_agreement": ALL,
     "quality_min_self_agreement": ALL,
+    "quality_max_failed_checks": ALL,
+    "check_rate": UNTIL_FINISHED,
 }
 # A valid new value of each setting of the admin form and the API, for the study of make_study()
 # (15 items, n_b = 3, α = 0.5, M = 4). A budget replaces M: both change together.
@@ -94,6 +96,8 @@ CHANGES = {
     "quality_position_alpha": {"quality_position_alpha": 0.01},
     "quality_min_majority_agreement": {"quality_min_majority_agreement": None},
     "quality_min_self_agreement": {"quality_min_self_agreement": 0.75},
+    "quality_max_failed_checks": {"quality_max_failed_checks": 3},
+    "check_rate": {"check_rate": 0.2},
 }
 
 
@@ -148,6 +152,7 @@ def admin_post(client: Client, study: Study, changes: dict):
     values = {name: form.initial.get(name, field.initial) for name, field in form.fields.items()}
     values.update({name: value for name, value in changes.items() if name in form.fields})
     data = {name: "" if value is None else value for name, value in values.items() if value is not False}
+    data |= {"checks-TOTAL_FORMS": "0", "checks-INITIAL_FORMS": "0"}  # the inline of the study's checks
     return client.post(
         change_url(study), {name: "on" if value is True else value for name, value in data.items()}
     )

@@ -54,6 +54,22 @@ INVARIANTS = [
         """,
     ),
     Invariant(
+        "check_answer_matches_its_assignment",
+        "every answer to a check has its assignment marked answered, for the same annotator and check; "
+        "every assignment marked answered has its answer (a check is answered, never voted)",
+        f"""
+        SELECT a.id AS assignment, a.status, a.quality_check_id, x.id AS answer
+        FROM collection_assignment a
+        JOIN collection_ballot b ON b.id = a.ballot_id
+        LEFT JOIN collection_checkanswer x ON x.assignment_id = a.id
+        WHERE b.study_id IN {_STUDIES}
+          AND ((a.status = 'answered') <> (x.id IS NOT NULL)
+               OR x.annotator_id <> a.annotator_id
+               OR x.quality_check_id <> a.quality_check_id
+               OR (a.quality_check_id IS NOT NULL AND a.status = 'voted'))
+        """,
+    ),
+    Invariant(
         "one_judgement_per_pair_per_annotator",
         "no annotator judged an item pair twice in a study",
         f"""

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
+from scoring import quality
 from scoring.quality import binomial_two_sided_p, holm_adjusted, judged, self_agreement
 
 
@@ -116,3 +117,24 @@ def test_self_agreement_counts_match_a_recount(votes):
             len(judgements),
         )
         assert 0 <= agreeing[g] <= compared[g]
+
+
+# --- checks ----------------------------------------------------------------------------------------
+
+
+def test_check_accuracy_counts_answers_and_failures_per_annotator():
+    # Annotator 0: right, wrong, right (2 of 3); annotator 1: none; annotator 2: wrong, wrong (0 of 2).
+    group = [0, 2, 0, 0, 2]
+    correct = [True, False, False, True, False]
+
+    answered, failed, accuracy = quality.check_accuracy(group, correct, 3)
+
+    assert answered.tolist() == [3, 0, 2]
+    assert failed.tolist() == [1, 0, 2]
+    assert accuracy[0] == pytest.approx(2 / 3) and np.isnan(accuracy[1]) and accuracy[2] == 0.0
+
+
+def test_check_accuracy_of_nobody():
+    answered, failed, accuracy = quality.check_accuracy([], [], 2)
+
+    assert answered.tolist() == [0, 0] and failed.tolist() == [0, 0] and np.isnan(accuracy).all()
