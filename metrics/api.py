@@ -38,7 +38,7 @@ from metrics.instrument import (
     instrument_card_or_request,
 )
 from metrics.leaderboard import annotator_view, leaderboard_for
-from metrics.models import Submission
+from metrics.models import Seal, Submission
 from metrics.selectors import items_for_model_owners, submissions_of
 from metrics.serializers import (
     AnnotatorViewSerializer,
@@ -50,6 +50,8 @@ from metrics.serializers import (
     LeaderboardQuerySerializer,
     LeaderboardSerializer,
     PairSerializer,
+    SealCreateSerializer,
+    SealSerializer,
     SubmissionCreatedSerializer,
     SubmissionCreateSerializer,
     SubmissionDetailSerializer,
@@ -257,6 +259,62 @@ class SubmissionCreateView(MetricsErrors, APIView):
         ).data
         done = submission.status == Submission.Status.DONE
         return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+
+
+class SealView(MetricsErrors, APIView):
+    """A model owner's seals for a study: a scores file committed by its SHA-256 before it is shown."""
+
+    permission_classes = [IsAuthenticated]
+    throttle_classes = [UserThrottle]
+    throttle_scope = "submissions"
+
+    @extend_schema(
+        summary="Your seals for this study",
+        operation_id="studies_seals_list",
+        tags=["model owners"],
+        responses={200: SealSerializer(many=True), **OWNER_ERRORS, 404: error_response("No such study.")},
+    )
+    def get(self, request, slug: str):
+        study = _study_or_404(slug)
+        seals = Seal.objects.filter(study=study, owner=request.user).select_related("submission")
+        return Response(SealSerializer([_seal_row(seal) for seal in seals], many=True).data)
+
+    @extend_schema(
+        summary="Seal a model's scores file by its SHA-256, before the study's results are out",
+        description="The submission of the same model name must then be that very file (multipart "
+        "`file`); its SHA-256 is checked, and the leaderboard shows when it was sealed and the study's "
+        "status then. A seal takes one of the owner's variants (`max_variants_per_owner`).",
+        operation_id="studies_seals_create",
+        tags=["model owners"],
+        request=SealCreateSerializer,
+        responses={
+            201: SealSerializer,
+            400: error_response("A model name or SHA-256 that is not one."),
+            **OWNER_ERRORS,
+            404: error_response("No such study."),
+            409: error_response(
+                "This model name is sealed or submitted already, or your variants are used up."
+            ),
+        },
+    )
+    def post(self, request, slug: str):
+        study = _study_or_404(slug)
+        serializer = SealCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        seal = services.seal_create(study=study, owner=request.user, **serializer.validated_data)
+        return Response(SealSerializer(_seal_row(seal)).data, status=status.HTTP_201_CREATED)
+
+
+def _seal_row(seal: Seal) -> dict:
+    revealed = getattr(seal, "submission", None) if seal.pk else None
+    return {
+        "id": seal.pk,
+        "model_name": seal.model_name,
+        "sha256": seal.sha256,
+        "sealed_at": seal.sealed_at,
+        "study_status": seal.study_status,
+        "submission_id": revealed.pk if revealed is not None else None,
+    }
 
 
 class SubmissionListView(MetricsErrors, GenericAPIView):

@@ -9,6 +9,7 @@ app_name = "metrics-api"
 urlpatterns = [
     path("studies/<slug:slug>/pairs/", api.PairsView.as_view(), name="study-pairs"),
     path("studies/<slug:slug>/submissions/", api.SubmissionCreateView.as_view(), name="study-submissions"),
+    path("studies/<slug:slug>/seals/", api.SealView.as_view(), name="study-seals"),
     path("studies/<slug:slug>/leaderboard/", api.LeaderboardView.as_view(), name="study-leaderboard"),
     path("studies/<slug:slug>/annotators/", api.AnnotatorsView.as_view(), name="study-annotators"),
     path("studies/<slug:slug>/card/", api.CardView.as_view(), name="study-card"),

@@ -61,7 +61,7 @@ def leaderboard_for(
     top_k = study.default_top_k(item_count)
     submissions = list(
         Submission.objects.filter(study=study, status=Submission.Status.DONE)
-        .select_related("study", "owner")
+        .select_related("study", "owner", "seal")
         .order_by("created_at")
     )
     stored = {
@@ -87,6 +87,9 @@ def leaderboard_for(
         )
         details[name] = {
             "submission": submission.pk,
+            # Committed by its SHA-256 before it was shown (metrics.models.Seal): when, and the study then.
+            "sealed_at": submission.seal.sealed_at.isoformat() if submission.seal else None,
+            "sealed_while": submission.seal.study_status if submission.seal else None,
             "model_name": submission.model_name,
             "owner": submission.owner.get_username(),
             "coverage": submission.coverage,

@@ -33,6 +33,14 @@ class Submission(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done of the evaluation.")
     error = models.TextField(blank=True)
+    seal = models.OneToOneField(
+        "Seal",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="submission",
+        help_text="The seal this submission's file matched, made before it.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -47,6 +55,30 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_name} on {self.study_id}"
+
+
+class Seal(models.Model):
+    """A model owner's commitment to a scores file before showing it: its SHA-256, kept with the time and
+    the study's state then. The submission of the same model name must be that very file."""
+
+    study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="seals")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="seals")
+    model_name = models.CharField(max_length=100)
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the scores file, 64 hexadecimal digits.")
+    sealed_at = models.DateTimeField(auto_now_add=True)
+    study_status = models.CharField(max_length=10, help_text="The study's status when the seal was made.")
+
+    class Meta:
+        ordering = ["-sealed_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "owner", "model_name"], name="seal_model_unique_per_owner"
+            ),
+            models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="seal_sha256_hex"),
+        ]
+
+    def __str__(self) -> str:
+        return f"seal of {self.model_name} on {self.study_id}"
 
 
 class Evaluation(models.Model):

@@ -307,6 +307,13 @@ class LeaderboardRowSerializer(serializers.Serializer):
     coverage = serializers.FloatField()
     submitted_at = serializers.DateTimeField()
     metrics = LeaderboardMetricsSerializer(help_text="All four coefficients of the model.")
+    sealed_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the owner sealed this file by its SHA-256, before showing it; null if not.",
+    )
+    sealed_while = serializers.CharField(
+        allow_null=True, help_text="The study's status then: running means before its final ranking existed."
+    )
     variants = serializers.IntegerField(
         help_text="How many models the owner submitted for this study, all counted (pending, failed, evaluated)."
     )
@@ -374,6 +381,25 @@ class AnnotatorViewSerializer(serializers.Serializer):
 
 
 # --- instrument card -------------------------------------------------------------------------------
+
+
+class SealCreateSerializer(serializers.Serializer):
+    model_name = serializers.CharField(max_length=100, help_text="The name the submission will carry.")
+    sha256 = serializers.CharField(
+        max_length=64,
+        help_text="SHA-256 of the scores file you will upload (64 hexadecimal digits: sha256sum scores.csv).",
+    )
+
+
+class SealSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model_name = serializers.CharField()
+    sha256 = serializers.CharField()
+    sealed_at = serializers.DateTimeField()
+    study_status = serializers.CharField(help_text="The study's status when the seal was made.")
+    submission = serializers.IntegerField(
+        source="submission_id", allow_null=True, help_text="The submission that revealed it, once uploaded."
+    )
 
 
 class CardStudySerializer(serializers.Serializer):

@@ -10,9 +10,11 @@ and chance level) and the pure ``metrics.evaluation``.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import logging
 import math
+import re
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -27,7 +29,7 @@ from common.numbers import counted, finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_area_coefficients, submission_result
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
-from metrics.models import Evaluation, Standing, Submission
+from metrics.models import Evaluation, Seal, Standing, Submission
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +162,58 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
     return scores
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def seal_create(*, study: Study, owner, model_name: str, sha256: str) -> Seal:
+    """Commit to a scores file before showing it: its SHA-256 for ``model_name``, at any state of the
+    study (before it finishes, no final ranking has been published). The submission of that model name
+    must then be the file itself (``submission_create``). A seal takes one of the owner's variants."""
+    model_name = _model_name(model_name)
+    digest = str(sha256 or "").strip().lower()
+    if not _SHA256.fullmatch(digest):
+        raise ServiceError(
+            "sha256 must be the SHA-256 of your scores file, 64 hexadecimal digits (sha256sum scores.csv prints it)"
+        )
+    with transaction.atomic():
+        Study.objects.select_for_update().filter(pk=study.pk).first()
+        if Seal.objects.filter(study=study, owner=owner, model_name=model_name).exists():
+            raise StudyStateError(
+                f"you already sealed a model named {model_name!r} for this study; seals are kept"
+            )
+        if Submission.objects.filter(study=study, owner=owner, model_name=model_name).exists():
+            raise StudyStateError(
+                f"you already submitted a model named {model_name!r}: a seal comes before it"
+            )
+        _check_variants(study, owner)
+        return Seal.objects.create(
+            study=study, owner=owner, model_name=model_name, sha256=digest, study_status=study.status
+        )
+
+
+def _model_name(model_name) -> str:
+    model_name = " ".join(str(model_name or "").split())
+    if not model_name or len(model_name) > 100:
+        raise ServiceError("model_name must be 1 to 100 characters long")
+    return model_name
+
+
+def _check_variants(study: Study, owner, *, revealing: Seal | None = None) -> None:
+    """Refuse past the study's cap of variants per owner: submissions and seals not yet revealed (the one
+    being revealed aside) count, whatever became of them. Call with the study's row locked."""
+    submitted = Submission.objects.filter(study=study, owner=owner).count()
+    sealed = Seal.objects.filter(study=study, owner=owner, submission__isnull=True)
+    if revealing is not None:
+        sealed = sealed.exclude(pk=revealing.pk)
+    used = submitted + sealed.count()
+    if used >= study.max_variants_per_owner:
+        raise StudyStateError(
+            f"you have submitted {used} model{'s' if used != 1 else ''} for this study, its limit per owner "
+            f"({study.max_variants_per_owner}); every submission counts, sealed, pending, failed or evaluated, so "
+            "that the leaderboard can say how many variants each owner tried"
+        )
+
+
 def submission_create(
     *, study: Study, owner, model_name: str, data, source_format: str, description: str = ""
 ) -> Submission:
@@ -172,13 +226,14 @@ def submission_create(
     """
     if source_format not in ("json", "csv"):
         raise ServiceError(f"the format must be json or csv, got {source_format!r}")
-    model_name = " ".join(str(model_name or "").split())
-    if not model_name or len(model_name) > 100:
-        raise ServiceError("model_name must be 1 to 100 characters long")
+    model_name = _model_name(model_name)
     if study.status != Study.Status.FINISHED:
         raise StudyStateError(
             f"study {study.slug!r} is {study.status}: models are evaluated against its final ranking, once it has finished"
         )
+    seal = Seal.objects.filter(study=study, owner=owner, model_name=model_name).first()
+    if seal is not None:
+        _check_seal(seal, data, source_format)
     scores = submission_parse(study=study, data=data, source_format=source_format)
     covered = int(np.isfinite(scores).sum())
     coverage = covered / scores.size
@@ -191,14 +246,9 @@ def submission_create(
         with transaction.atomic():
             # The study's row locked: two submissions of one owner at once cannot both pass the cap.
             Study.objects.select_for_update().filter(pk=study.pk).first()
-            submitted = Submission.objects.filter(study=study, owner=owner).count()
-            if submitted >= study.max_variants_per_owner:
-                raise StudyStateError(
-                    f"you have submitted {submitted} model{'s' if submitted != 1 else ''} for this study, its limit "
-                    f"per owner ({study.max_variants_per_owner}); every submission counts, pending, failed or "
-                    "evaluated, so that the leaderboard can say how many variants each owner tried"
-                )
+            _check_variants(study, owner, revealing=seal)
             submission = Submission.objects.create(
+                seal=seal,
                 study=study,
                 owner=owner,
                 model_name=model_name,
@@ -219,6 +269,22 @@ def submission_create(
     else:
         enqueue_on_commit("metrics.submission_evaluate", submission.pk, recovered_by=SWEEP_RECOVERY)
     return submission
+
+
+def _check_seal(seal: Seal, data, source_format: str) -> None:
+    """A sealed model is revealed by uploading the sealed file itself: its SHA-256 must match."""
+    if not isinstance(data, bytes | bytearray):
+        raise ServiceError(
+            f"you sealed {seal.model_name!r} on {seal.sealed_at:%Y-%m-%d %H:%M} UTC: upload the sealed file itself "
+            "(multipart field 'file'), whose SHA-256 the seal holds, not JSON rows"
+        )
+    digest = hashlib.sha256(bytes(data)).hexdigest()
+    if digest != seal.sha256:
+        raise ServiceError(
+            f"this file's SHA-256 is {digest}, and your seal of {seal.model_name!r} made on "
+            f"{seal.sealed_at:%Y-%m-%d %H:%M} UTC holds {seal.sha256}: upload the very file you sealed; nothing "
+            "was stored"
+        )
 
 
 def _progress(submission_id: int, percent: int) -> None:

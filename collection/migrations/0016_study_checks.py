@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collection', '0013_study_quality_thresholds'),
+        ('collection', '0015_study_max_variants_per_owner'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -612,6 +612,11 @@ MATRIX = {
     "api/studies/<slug:slug>/submissions/": {
         "POST": {"anonymous": 401, "annotator": 401, "owner_a": 400, "owner_b": 400, "staff": 400}
     },
+    # A seal may be made at any state of the study (that is its point); the body here is empty: 400.
+    "api/studies/<slug:slug>/seals/": {
+        "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 200, "staff": 200},
+        "POST": {"anonymous": 401, "annotator": 401, "owner_a": 400, "owner_b": 400, "staff": 400},
+    },
     "api/studies/<slug:slug>/leaderboard/": {"GET": everyone(studies(200, 409, 409))},
     "api/studies/<slug:slug>/annotators/": {"GET": everyone(studies(200, 409, 409))},
     # Public as the card page is; a draft has no card yet (409), as the .md and .json downloads answer.

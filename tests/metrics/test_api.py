@@ -798,6 +798,9 @@ def test_the_leaderboard_downloads_as_csv(study, three_models):
         "coverage": "1.0",
         "indistinguishable_from": "twin (alice)",
         "submitted_at": expected["submitted_at"],
+        "variants": "2",  # alice's two models
+        "adjusted_interval_low": repr(expected["interval_adjusted"][0]),
+        "adjusted_interval_high": repr(expected["interval_adjusted"][1]),
     }
 
 
