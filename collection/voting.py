@@ -482,6 +482,16 @@ def _datetime_of(value) -> datetime:
     return connection.ops.convert_datetimefield_value(value, None, connection)
 
 
+def _where_annotator_stands(annotator: Annotator) -> tuple:
+    """The row of ``_LEASE_STATE_SQL`` (the open ballot, the annotator's votes, what they hold), after
+    the lock of the annotator's row where the database has row locks."""
+    if connection.features.has_select_for_update:
+        _lock_annotator(annotator)
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_STATE_SQL, {"study": annotator.study_id, "annotator": annotator.pk})
+        return cursor.fetchone()
+
+
 def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
     """SQLite, the embedded default: the lease in a few raw statements (``UPDATE … RETURNING`` needs
     SQLite 3.35), serialised by the IMMEDIATE transaction, which takes the write lock at BEGIN.
@@ -491,25 +501,22 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
     (``_FIRST_AVAILABLE_SQL``), the comparison's update and the assignment's insert.
     """
     study = annotator.study
-    if connection.features.has_select_for_update:
-        _lock_annotator(annotator)
     now_value = connection.ops.adapt_datetimefield_value(now)
+    (
+        ballot_id,
+        ballot_number,
+        comparison_count,
+        votes_recorded,
+        votes_total,
+        votes_in_ballot,
+        held_id,
+        held_comparison_id,
+        held_ballot_id,
+        held_issued_at,
+        held_expires_at,
+        *held_sides,
+    ) = _where_annotator_stands(annotator)
     with connection.cursor() as cursor:
-        cursor.execute(_LEASE_STATE_SQL, {"study": study.pk, "annotator": annotator.pk})
-        (
-            ballot_id,
-            ballot_number,
-            comparison_count,
-            votes_recorded,
-            votes_total,
-            votes_in_ballot,
-            held_id,
-            held_comparison_id,
-            held_ballot_id,
-            held_issued_at,
-            held_expires_at,
-            *held_sides,
-        ) = cursor.fetchone()
         if ballot_id is None:
             return _no_open_ballot(study=study)
         progress = _progress(
@@ -595,19 +602,15 @@ def _check_lease(*, annotator: Annotator, now: datetime, rng: random.Random | No
     moves nothing in it.
     """
     study = annotator.study
-    if connection.features.has_select_for_update:
-        _lock_annotator(annotator)
-    with connection.cursor() as cursor:
-        cursor.execute(_LEASE_STATE_SQL, {"study": study.pk, "annotator": annotator.pk})
-        (
-            ballot_id,
-            ballot_number,
-            comparison_count,
-            votes_recorded,
-            votes_total,
-            votes_in_ballot,
-            held_id,
-        ) = cursor.fetchone()[:7]
+    (
+        ballot_id,
+        ballot_number,
+        comparison_count,
+        votes_recorded,
+        votes_total,
+        votes_in_ballot,
+        held_id,
+    ) = _where_annotator_stands(annotator)[:7]
     if ballot_id is None or held_id is not None or votes_recorded >= comparison_count:
         return None
     progress = _progress(study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count)

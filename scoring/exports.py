@@ -58,17 +58,9 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
 
     Streams from the database in chunks, so memory does not grow with the number of votes.
     """
-    labels = {
-        annotator.pk: str(annotator)
-        for annotator in Annotator.objects.filter(study=study).select_related("user")
-    }
+    labels = _annotator_labels(study)
     crowd = _annotator_crowd_cells(study)
-    tokens = {
-        item_id: (token_a, token_b)
-        for item_id, token_a, token_b in Item.objects.filter(study=study).values_list(
-            "id", "token_a__text", "token_b__text"
-        )
-    }
+    tokens = _item_tokens(study)
     votes = (
         Vote.objects.filter(ballot__study=study)
         .order_by("pk")
@@ -193,16 +185,8 @@ CHECK_ANSWER_COLUMNS = (
 def study_check_answer_rows(*, study: Study, chunk_size: int = 5000) -> Iterator[list]:
     """Every answer to the study's checks, one list of cells per ``CHECK_ANSWER_COLUMNS``, in the order
     recorded. Never votes: ``votes.csv`` and the scores hold none of them."""
-    labels = {
-        annotator.pk: str(annotator)
-        for annotator in Annotator.objects.filter(study=study).select_related("user")
-    }
-    tokens = {
-        item_id: (token_a, token_b)
-        for item_id, token_a, token_b in Item.objects.filter(study=study).values_list(
-            "id", "token_a__text", "token_b__text"
-        )
-    }
+    labels = _annotator_labels(study)
+    tokens = _item_tokens(study)
     answers = (
         CheckAnswer.objects.filter(annotator__study=study)
         .order_by("pk")
@@ -333,3 +317,17 @@ def _area_plans(study: Study) -> dict | None:
         }
         for name, plan in plans.items()
     }
+
+
+def _annotator_labels(study: Study) -> dict[int, str]:
+    """Each annotator's label, by id (one query)."""
+    return {
+        annotator.pk: str(annotator)
+        for annotator in Annotator.objects.filter(study=study).select_related("user")
+    }
+
+
+def _item_tokens(study: Study) -> dict[int, tuple[str, str]]:
+    """Each item's two tokens, by id (one query)."""
+    rows = Item.objects.filter(study=study).values_list("id", "token_a__text", "token_b__text")
+    return {item_id: (token_a, token_b) for item_id, token_a, token_b in rows}
