@@ -33,6 +33,8 @@ MODEL_OWNER_OPERATIONS = {
     ("/api/auth/token/", "post"),
     ("/api/studies/{slug}/pairs/", "get"),
     ("/api/studies/{slug}/submissions/", "post"),
+    ("/api/studies/{slug}/seals/", "get"),
+    ("/api/studies/{slug}/seals/", "post"),
     ("/api/submissions/", "get"),
     ("/api/submissions/{submission_id}/", "get"),
     ("/api/submissions/{submission_id}/evaluation/", "get"),
