@@ -183,7 +183,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"], serializer_class=ItemSerializer)
     def items(self, request, slug=None):
         study = self.get_object()
-        items = study.items.select_related("area", "token_a", "token_b").order_by("index")
+        items = selectors.study_items(study=study).order_by("index")
         page = self.paginate_queryset(items)
         return self.get_paginated_response(ItemSerializer(page, many=True).data)
 

@@ -7,8 +7,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+    Window,
+)
+from django.db.models.functions import Coalesce, RowNumber
 
 from collection import arrays
 from collection.models import Annotator, Ballot, Comparison, Item, SemanticArea, Study, StudyJob, Token, Vote
@@ -167,6 +180,23 @@ def study_job_shown(*, study: Study) -> StudyJob | None:
 # --- the final ranking ----------------------------------------------------------------------------
 
 
+def study_items(*, study: Study) -> QuerySet[Item]:
+    """The study's items with their area and tokens, and ``area_rank``: the final rank within the area.
+
+    ``area_rank`` is the item's place among its area's items ordered by final rank (1 = first), as the
+    results page and the exports have it (``scoring.borda.ranks_within``); in a study ranked per area
+    it is the area's own ranking. None while the study has no final ranking.
+    """
+    area_order = Window(
+        RowNumber(), partition_by=[F("area_id")], order_by=[F("final_rank").asc(nulls_last=True), F("index")]
+    )
+    return study.items.select_related("area", "token_a", "token_b").annotate(
+        area_rank=Case(
+            When(final_rank__isnull=False, then=area_order), default=Value(None), output_field=IntegerField()
+        )
+    )
+
+
 def study_results(*, study: Study) -> list[dict]:
     """The items by final rank with their tokens, area, final score ȳ, last ballot and x(k) per ballot.
 
@@ -183,10 +213,11 @@ def study_results(*, study: Study) -> list[dict]:
     win_ratios = arrays.study_score_rows(study_id=study.pk).win_ratio_by_ballot(
         item_count, study.ballot_count
     )
-    items = study.items.select_related("area", "token_a", "token_b").order_by("final_rank", "index")
+    items = study_items(study=study).order_by("final_rank", "index")
     return [
         {
             "rank": item.final_rank,
+            "area_rank": item.area_rank,
             "item": item.pk,
             "index": item.index,
             "tokens": [item.token_a.text, item.token_b.text],

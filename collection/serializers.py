@@ -247,6 +247,10 @@ class BallotClosingSerializer(serializers.Serializer):
 
 class ResultSerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1 = most related")
+    area_rank = serializers.IntegerField(
+        help_text="The rank within the item's semantic area (1 = its most related item): in a study ranked "
+        "per area, the area's own final ranking."
+    )
     item = serializers.IntegerField()
     index = serializers.IntegerField()
     tokens = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
@@ -273,10 +277,16 @@ class TokenSerializer(serializers.ModelSerializer):
 class ItemSerializer(serializers.ModelSerializer):
     tokens = serializers.SerializerMethodField()
     area = serializers.CharField(source="area.name")
+    area_rank = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The final rank within the item's semantic area (1 = its most related item; in a study "
+        "ranked per area, the area's own final ranking). null until the study is finished.",
+    )
 
     class Meta:
         model = Item
-        fields = ["id", "index", "tokens", "area", "final_rank", "final_score", "last_ballot"]
+        fields = ["id", "index", "tokens", "area", "final_rank", "area_rank", "final_score", "last_ballot"]
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2))
     def get_tokens(self, item: Item) -> list[str]:

@@ -40,6 +40,24 @@ def prediction_rows(result: dict | None) -> list[dict]:
     return rows
 
 
+def prediction_tables(result: dict | None) -> list[dict]:
+    """The tables of a done simulation: one for a joint study (``area`` None), one per semantic area, in
+    the simulation's order, for a study ranked per area (``scoring.services.simulation_run_by_area``)."""
+    if not result:
+        return []
+    if result.get("ranking_scope") == Study.RankingScope.PER_AREA:
+        return [
+            {
+                "area": area["area"],
+                "item_count": area["parameters"]["item_count"],
+                "total_comparisons": area["parameters"]["total_comparisons"],
+                "rows": prediction_rows(area),
+            }
+            for area in result.get("areas", [])
+        ]
+    return [{"area": None, "rows": prediction_rows(result)}]
+
+
 def _mean_sd(mean: float | None, sd: float | None) -> str:
     if mean is None or mean != mean:  # absent, or NaN (every repetition undefined)
         return "—"
@@ -89,7 +107,7 @@ class StudyAdmin(CollectionStudyAdmin):
     def _simulations_context(self, study: Study) -> dict:
         runs = list(study.simulations.all()[:SIMULATIONS_SHOWN])
         for run in runs:
-            run.rows = prediction_rows(run.result) if run.status == SimulationRun.Status.DONE else []
+            run.tables = prediction_tables(run.result) if run.status == SimulationRun.Status.DONE else []
             run.distribution = run.parameters.get("distribution", "")
         return {
             "simulations": runs,
@@ -127,7 +145,9 @@ class StudyAdmin(CollectionStudyAdmin):
             intro=(
                 "Simulated voters (§4.1) judge items whose true relatedness follows the chosen distribution, "
                 "once with the uniform protocol and once with this adaptive plan at the same cost; the "
-                "prediction is the mean ± sd of the weighted and plain rank correlations with the truth."
+                "prediction is the mean ± sd of the weighted and plain rank correlations with the truth. "
+                "In a study ranked per area, each area is simulated on its own plan and gets its own "
+                "prediction."
             ),
             submit="Simulate",
             error=error,
@@ -224,11 +244,13 @@ class SimulationRunAdmin(admin.ModelAdmin):
             run.repetitions,
         )
 
-    @admin.display(description="predicted ρ_w, τ_w, ρ, τ (mean ± sd)")
+    @admin.display(description="predicted ρ_w, τ_w, ρ, τ (mean ± sd; per area in a study ranked per area)")
     def predictions(self, run: SimulationRun) -> str:
         if run.status != SimulationRun.Status.DONE:
             return "—"
-        return render_to_string("admin/scoring/_predictions.html", {"rows": prediction_rows(run.result)})
+        return render_to_string(
+            "admin/scoring/_prediction_tables.html", {"tables": prediction_tables(run.result)}
+        )
 
     @admin.display(description="parameters")
     def plan_parameters(self, run: SimulationRun) -> str:

@@ -26,9 +26,12 @@ VOTE_COLUMNS = (
     "left_item_id",
     "left_token_a",
     "left_token_b",
+    "left_area",
     "right_item_id",
     "right_token_a",
     "right_token_b",
+    "right_area",
+    "same_area",
     "choice",
     "chosen_item_id",
     "response_ms",
@@ -56,11 +59,18 @@ def _annotator_crowd_cells(study: Study) -> dict[int, tuple[str | None, list]]:
 def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
     """Every vote of the study in the order recorded, one list of cells per ``VOTE_COLUMNS``.
 
+    Each of the two items comes with its semantic area; ``same_area`` is 1 when both items are of one
+    area, 0 for a comparison across areas (possible in a joint study only, never in one ranked per area).
     Streams from the database in chunks, so memory does not grow with the number of votes.
     """
     labels = _annotator_labels(study)
     crowd = _annotator_crowd_cells(study)
-    tokens = _item_tokens(study)
+    item_cells = {  # tokens and area of each item
+        item_id: (token_a, token_b, area)
+        for item_id, token_a, token_b, area in Item.objects.filter(study=study).values_list(
+            "id", "token_a__text", "token_b__text", "area__name"
+        )
+    }
     votes = (
         Vote.objects.filter(ballot__study=study)
         .order_by("pk")
@@ -88,9 +98,10 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
             annotator_id,
             labels[annotator_id],
             left,
-            *tokens[left],
+            *item_cells[left],
             right,
-            *tokens[right],
+            *item_cells[right],
+            int(item_cells[left][2] == item_cells[right][2]),
             choice,
             chosen,
             response,

@@ -848,6 +848,7 @@ def test_items_are_generated_within_areas_sampled_down_to_the_cap_and_listed(sta
         "tokens": [first.token_a.text, first.token_b.text],
         "area": "Animals",
         "final_rank": None,
+        "area_rank": None,
         "final_score": None,
         "last_ballot": None,
     }
@@ -995,8 +996,10 @@ def test_results_rank_every_item_by_final_score_with_x_per_ballot(staff_client):
     assert sorted(row["last_ballot"] for row in ranking) == [1] * 7 + [2] * 4 + [3] * 4
     assert all(len(row["win_ratios"]) == row["last_ballot"] for row in ranking)
     best = study.items.select_related("token_a", "token_b", "area").get(index=0)
+    assert [row["area_rank"] for row in ranking] == list(range(1, 16))  # one area: the study's rank
     assert ranking[0] == {
         "rank": 1,
+        "area_rank": 1,
         "item": best.pk,
         "index": 0,
         "tokens": [best.token_a.text, best.token_b.text],

@@ -78,3 +78,43 @@ def test_a_real_worker_runs_a_per_area_study_to_one_ranking_per_area(celery_work
         first = study.items.filter(area__name=name).order_by("index").first()
         best = study.items.filter(area__name=name).order_by("final_rank").first()
         assert best == first
+
+
+def test_a_real_worker_simulates_each_areas_plan(celery_worker_process):
+    """ "Simulate this plan" on a per-area study, run by the worker on PostgreSQL: one simulation per
+    area, with the seeds of each area, stored as jsonb (whose keys have no order: the areas are a list)."""
+    from scoring.models import SimulationRun
+    from scoring.services import simulation_request, simulation_run_by_area
+    from scoring.simulation import SimulationConfig
+
+    study = study_create(
+        values={
+            "name": "Two areas to simulate",
+            "slug": "two-areas-simulated",
+            "ranking_scope": "per_area",
+            "ballot_count": 3,
+            "keep_fraction": 0.5,
+            "appearances": 4,
+        }
+    )
+    tokens_import(study=study, data=tokens_csv({"tools": 5, "animals": 6}))  # 10 and 15 items
+    items_generate(study=study)
+    run = simulation_request(study=study, repetitions=3)  # committed: the worker gets it at once
+
+    deadline = time.monotonic() + BALLOT_WAIT_SECONDS
+    while run.status != SimulationRun.Status.DONE:
+        assert run.status != SimulationRun.Status.FAILED, run.error
+        assert time.monotonic() < deadline, celery_worker_process["log"].read_text()[-3000:]
+        time.sleep(0.2)
+        run.refresh_from_db()
+
+    configs = [
+        (name, SimulationConfig(item_count=size, ballot_count=3, keep_fraction=0.5, appearances=4))
+        for name, size in (("animals", 15), ("tools", 10))
+    ]
+    expected = simulation_run_by_area(configs=configs, repetitions=3, seed=0)
+    assert run.done == 3
+    assert "Task scoring.simulation_run[" in celery_worker_process["log"].read_text()
+    assert [(area["area"], area["uniform"], area["adaptive"]) for area in run.result["areas"]] == [
+        (area["area"], area["uniform"], area["adaptive"]) for area in expected["areas"]
+    ]
