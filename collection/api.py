@@ -376,6 +376,7 @@ class ComparisonNextView(APIView):
                     voting.NextReason.BALLOT_CLOSING,
                     voting.NextReason.NONE_FOR_YOU,
                     voting.NextReason.ALL_LEASED,
+                    voting.NextReason.EXCLUDED,
                 ],
                 description="Why there is no comparison.",
             ),

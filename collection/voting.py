@@ -64,6 +64,13 @@ class NextReason:
     BALLOT_CLOSING = "ballot_closing"
     NONE_FOR_YOU = "none_for_you"
     ALL_LEASED = "all_leased"
+    EXCLUDED = "excluded"  # the annotator was excluded (collection/exclusion.py): screened out
+
+
+EXCLUDED_MESSAGE = (
+    "you were excluded from this study by its researchers, so your votes are no longer taken; "
+    "open the study link for your completion code (screened out)"
+)
 
 
 ALL_LEASED_MAX_RETRY_SECONDS = 60
@@ -144,19 +151,26 @@ def comparison_next_for(*, annotator: Annotator, now: datetime | None = None) ->
     also ends the leases it replaces, creates the assignment and returns both items' tokens and the
     annotator's progress; on SQLite the IMMEDIATE transaction serialises the whole lease.
     """
+    if annotator.excluded_at is not None:
+        return NextResult(None, NextReason.EXCLUDED)
     now = now or timezone.now()
     if connection.vendor == "postgresql":
         return _lease_in_one_statement(annotator=annotator, now=now)
     return _lease_step_by_step(annotator=annotator, now=now)
 
 
-def _lock_annotator(annotator: Annotator) -> None:
+def _lock_annotator(annotator: Annotator) -> bool:
+    """Lock the annotator's row; returns whether they are excluded (an exclusion committed meanwhile)."""
     # One lease at a time per annotator: two requests of one annotator at once (a double click, two
     # tabs) would both create an active assignment and the second would break the unique constraint;
     # with the annotator's row locked, the second waits and gets the assignment the first made. A
     # statement of its own: in READ COMMITTED, the statements after it see what the first one committed.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM collection_annotator WHERE id = %s FOR UPDATE", [annotator.pk])
+        cursor.execute(
+            "SELECT excluded_at IS NOT NULL FROM collection_annotator WHERE id = %s FOR UPDATE",
+            [annotator.pk],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 # Everything after the annotator's lock, in one statement. The data-modifying CTEs run once each; the
@@ -284,7 +298,8 @@ LEASE_STATEMENT = PreparedStatement(
 def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResult:
     """PostgreSQL: the annotator's lock, then the whole lease in one statement (``_LEASE_SQL``)."""
     study = annotator.study
-    _lock_annotator(annotator)
+    if _lock_annotator(annotator):
+        return NextResult(None, NextReason.EXCLUDED)
     parameters = {
         "study": study.pk,
         "annotator": annotator.pk,
@@ -349,7 +364,8 @@ SELECT b.id, b.number, b.comparison_count, b.votes_recorded,
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s),
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s AND v.ballot_id = b.id),
        h.id, h.comparison_id, h.ballot_id, h.issued_at, h.expires_at,
-       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
+       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text,
+       (SELECT an.excluded_at IS NOT NULL FROM collection_annotator an WHERE an.id = %(annotator)s)
 FROM (SELECT 1)
 LEFT JOIN collection_ballot b ON b.study_id = %(study)s AND b.status = 'open'
 LEFT JOIN collection_assignment h ON h.annotator_id = %(annotator)s AND h.status = 'active'
@@ -430,8 +446,8 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
     (``_FIRST_AVAILABLE_SQL``), the comparison's update and the assignment's insert.
     """
     study = annotator.study
-    if connection.features.has_select_for_update:
-        _lock_annotator(annotator)
+    if connection.features.has_select_for_update and _lock_annotator(annotator):
+        return NextResult(None, NextReason.EXCLUDED)
     now_value = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
         cursor.execute(_LEASE_STATE_SQL, {"study": study.pk, "annotator": annotator.pk})
@@ -448,7 +464,10 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
             held_issued_at,
             held_expires_at,
             *held_sides,
+            excluded,  # an exclusion committed after this request read the annotator's row
         ) = cursor.fetchone()
+        if excluded:
+            return NextResult(None, NextReason.EXCLUDED)
         if ballot_id is None:
             return _no_open_ballot(study=study)
         progress = _progress(
@@ -516,6 +535,8 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
 
 
 def _vote_refused(*, status: str, ballot_open: bool, ballot_number: int, expired: bool) -> ServiceError:
+    if ballot_open and status == Assignment.Status.CANCELLED:  # withdrawn: its annotator was excluded
+        return ServiceError(EXCLUDED_MESSAGE, status=403)
     if not ballot_open or status == Assignment.Status.CANCELLED:
         return ServiceError(
             f"ballot {ballot_number} is closed; this comparison no longer takes votes", status=409
@@ -551,6 +572,8 @@ def vote_record(
     itself (no BEGIN and COMMIT around it unless the caller has a transaction). The vote that completes
     its ballot asks for its close, which runs after commit.
     """
+    if annotator.excluded_at is not None:
+        raise ServiceError(EXCLUDED_MESSAGE, status=403)
     now = now or timezone.now()
     if choice not in Vote.Choice.values:
         raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")

@@ -101,6 +101,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                         "completion_redirect_url",
                         "completion_code",
                         "no_work_code",
+                        "screened_out_code",
                         "max_wait_seconds",
                         "participant_codes",
                         "pay_per_hour",
@@ -113,7 +114,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             (
                 "Quality control",
                 {
-                    "fields": QUALITY_SETTINGS,
+                    "fields": (*QUALITY_SETTINGS, "exclude_flagged_annotators"),
                     "description": "The results page flags an annotator past any of these thresholds; "
                     "a blank one is off. They may change at any time: they judge the votes, not the design.",
                 },

@@ -174,6 +174,7 @@ def study_form_data(**overrides) -> dict:
         "completion_redirect_url": "",
         "completion_code": "DONE42",
         "no_work_code": "NOWORK42",
+        "screened_out_code": "SCREEN42",
         "max_wait_seconds": "300",
         "pay_per_hour": "",
         "pay_currency": "GBP",
