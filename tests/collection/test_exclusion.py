@@ -267,3 +267,55 @@ def test_the_api_answers_204_excluded_for_next_and_403_for_a_vote():
     assert voted.status_code == 403
     assert "excluded from this study" in voted.json()["detail"]
     assert not Vote.objects.exists()
+
+
+def test_staff_exclude_list_and_readmit_through_the_api(researcher):
+    study = make_study()
+    crowd = annotators(study, 3)
+    vote_until(study, voters=crowd, max_votes=6)
+    staff = Client()
+    staff.force_login(researcher)
+    url = f"/api/studies/{study.slug}/annotators/{crowd[1].pk}/exclusion/"
+
+    missing = staff.post(url, {}, content_type="application/json")
+    assert (missing.status_code, missing.json()["detail"]) == (
+        400,
+        "give a reason for the exclusion: it is logged with who excluded the annotator and when",
+    )
+    created = staff.post(url, {"reason": "clicks without reading"}, content_type="application/json")
+    assert created.status_code == 201
+    body = created.json()
+    assert (body["annotator"], body["reason"], body["username"], body["rule"], body["active"]) == (
+        crowd[1].pk,
+        "clicks without reading",
+        "ada",
+        "",
+        True,
+    )
+    assert body["votes_set_aside"] == 2
+    again = staff.post(url, {"reason": "twice"}, content_type="application/json")
+    assert (again.status_code, again.json()["id"], again.json()["reason"]) == (
+        200,
+        body["id"],
+        "clicks without reading",
+    )
+
+    listed = staff.get(f"/api/studies/{study.slug}/exclusions/").json()
+    assert [row["id"] for row in listed["results"]] == [body["id"]]
+
+    lifted = staff.delete(url, {"reason": "a mistake"}, content_type="application/json")
+    assert (lifted.status_code, lifted.json()["active"], lifted.json()["lift_reason"]) == (
+        200,
+        False,
+        "a mistake",
+    )
+    assert staff.delete(url).status_code == 409
+    other = make_study()
+    (stranger,) = annotators(other, 1)
+    wrong = staff.post(
+        f"/api/studies/{study.slug}/annotators/{stranger.pk}/exclusion/",
+        {"reason": "x"},
+        content_type="application/json",
+    )
+    assert wrong.status_code == 404
+    assert Exclusion.objects.filter(annotator=stranger).count() == 0
