@@ -19,7 +19,7 @@ from django.db.models import Count, Sum
 
 from collection import arrays
 from collection.exclusion import annotator_exclude
-from collection.models import Annotator, Ballot, ExcludedVote, Exclusion, Study
+from collection.models import Annotator, Ballot, ExcludedVote, Exclusion, Item, Study
 from metrics.correlation import kendall, ranks_from_scores, spearman
 from scoring.borda import final_order, study_scores
 from scoring.selectors import QUALITY_FLAGS, annotator_figures
@@ -106,15 +106,16 @@ def _ranks(score: np.ndarray, last_ballot: np.ndarray) -> np.ndarray:
     return rank
 
 
-def scores_without_excluded(*, study: Study) -> ScoresWithout | None:
+def scores_without_excluded(*, study: Study, always: bool = False) -> ScoresWithout | None:
     """The closed ballots scored with and without the votes of the study's excluded annotators (those whose
-    exclusion is active), the ballots and their items as they were; None when nobody is excluded."""
+    exclusion is active), the ballots and their items as they were; None when nobody is excluded (unless
+    ``always``: then both sets of scores are the same)."""
     exclusions = list(
         Exclusion.objects.filter(study=study, lifted_at__isnull=True)
         .select_related("annotator__user")
         .order_by("excluded_at", "pk")
     )
-    if not exclusions:
+    if not exclusions and not always:
         return None
     item_count = study.items.count()
     ballots_closed = Ballot.objects.filter(study=study, status=Ballot.Status.CLOSED).count()
@@ -229,3 +230,36 @@ def exclusion_rules_apply(*, study: Study, now: datetime | None = None) -> list[
     if created:
         logger.info("the exclusion rules excluded %d annotators of %s", len(created), study)
     return created
+
+
+WITHOUT_EXCLUDED_COLUMNS = (
+    "index",
+    "item_id",
+    "token_a",
+    "token_b",
+    "score_with",
+    "rank_with",
+    "score_without_excluded",
+    "rank_without_excluded",
+)
+
+
+def without_excluded_rows(*, study: Study):
+    """The rows of ``without-excluded.csv``: every item's final ȳ and rank with every vote of the closed
+    ballots and without the excluded annotators' votes (rank 0: never measured)."""
+    report = scores_without_excluded(study=study, always=True)
+    items = (
+        Item.objects.filter(study=study)
+        .order_by("index")
+        .values_list("index", "pk", "token_a__text", "token_b__text")
+    )
+    columns = zip(
+        items,
+        arrays.nullable(report.score_with),
+        report.rank_with.tolist(),
+        arrays.nullable(report.score_without),
+        report.rank_without.tolist(),
+        strict=True,
+    )
+    for (index, item_id, token_a, token_b), with_score, with_rank, without_score, without_rank in columns:
+        yield [index, item_id, token_a, token_b, with_score, with_rank, without_score, without_rank]

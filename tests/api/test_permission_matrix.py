@@ -652,6 +652,10 @@ MATRIX = {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },
+    "studies/<slug:slug>/export/without-excluded.csv": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
     "models/": {"GET": everyone(200), "POST": everyone(405)},
     "models/login/": {"GET": everyone(200), "POST": everyone(200)},
     "models/logout/": {"GET": everyone(405), "POST": everyone("→ /models/")},

@@ -10,8 +10,12 @@ without their votes are closer to z (Spearman and Kendall from scipy) than the s
 
 from __future__ import annotations
 
+import csv
+import io
+
 import numpy as np
 import pytest
+from django.test import Client
 from scipy.stats import kendalltau, spearmanr
 
 from collection.exclusion import annotator_exclude
@@ -158,3 +162,25 @@ def test_study_scores_drops_nothing_for_a_hand_worked_two_ballot_study():
     assert second.rescale_slope == pytest.approx(0.75)
     # y(2) = 1 - b + b·x = 0.625 for items 0 and 1; ȳ(2) = (x(1) + y(2))/2; item 2 keeps 0.25
     np.testing.assert_allclose(second.score, [(1.0 + 0.625) / 2, (0.25 + 0.625) / 2, 0.25])
+
+
+def test_the_results_page_and_the_export_report_the_scores_with_and_without(django_user_model):
+    study, voters, kinds, truth = run_crowd(11)
+    exclusion_rules_apply(study=study)
+    staff = Client()
+    staff.force_login(django_user_model.objects.create_user("r", password="x", is_staff=True))
+
+    page = staff.get(f"/studies/{study.slug}/results/").content.decode()
+    report = scores_without_excluded(study=study)
+    assert f"{report.votes_excluded} of 680" in page
+    assert 'id="exclusion-log"' in page and "quality:fast" in page and "quality:position" in page
+
+    response = staff.get(f"/studies/{study.slug}/export/without-excluded.csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 45
+    without = np.array([float(row["score_without_excluded"]) for row in rows])
+    np.testing.assert_allclose(without, report.score_without, rtol=1e-12)
+    assert [int(row["rank_with"]) for row in rows] == list(
+        Item.objects.filter(study=study).order_by("index").values_list("final_rank", flat=True)
+    )
+    assert sorted(int(row["rank_without_excluded"]) for row in rows) == list(range(1, 46))
