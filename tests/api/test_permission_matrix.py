@@ -543,6 +543,54 @@ MATRIX = {
         "GET": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
     },
+    "admin/collection/exclusion/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/history/": {  # the world has none: back to the admin
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/exclusion/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/exclusion/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/history/": {  # the world has none: back to the admin
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
+    },
     "admin/^(?P<app_label>auth|authtoken|collection|scoring)/$": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
