@@ -33,11 +33,11 @@ logger = logging.getLogger(__name__)
 
 MAX_REASON_LENGTH = 2000
 MAX_RULE_LENGTH = Exclusion._meta.get_field("rule").max_length
-# A vote of the excluded annotator in flight locks its assignment, then the ballot's counter; the
-# exclusion, as the close, locks the ballot first. So that the two never deadlock, the exclusion takes
-# the annotator's live assignment with NOWAIT: if the vote holds it, the exclusion rolls back at once
-# (releasing the ballot, so the vote completes) and is tried again a moment later, when the vote it
-# waited for is there to be set aside. PostgreSQL only: SQLite's IMMEDIATE transactions never overlap.
+# A vote of the excluded annotator in flight locks its assignment, then (its foreign keys, its counter)
+# the annotator's and the ballot's rows; the exclusion locks those rows first. So that the two never
+# deadlock, the exclusion takes the annotator's live assignment with NOWAIT: if the vote holds it, the
+# exclusion rolls back at once (so the vote completes) and is tried again a moment later, when the vote
+# it waited for is there to be set aside. PostgreSQL only: SQLite's IMMEDIATE transactions never overlap.
 LOCK_RETRIES = 20
 LOCK_RETRY_SECONDS = 0.02
 _RETRIED_SQLSTATES = {"55P03", "40P01"}  # lock_not_available (NOWAIT), deadlock_detected
@@ -116,12 +116,17 @@ def _retried(error: OperationalError) -> bool:
 
 @transaction.atomic
 def _exclude(*, annotator: Annotator, reason: str, user, username: str, rule: str, now) -> ExclusionResult:
+    # The annotator's row first: a lease of theirs in progress (which holds it) ends before, and none
+    # starts after. Then the open ballot's row, which the close locks too. Both NO KEY UPDATE, as the
+    # UPDATEs that follow take anyway: they exclude the lease's and the close's locks, but not the key
+    # share that a vote's or a lease's INSERT takes on them through its foreign keys, so neither waits
+    # for the other in a cycle.
+    locked = Annotator.objects.select_for_update(no_key=True).get(pk=annotator.pk)
     ballot = (
-        Ballot.objects.select_for_update()
+        Ballot.objects.select_for_update(no_key=True)
         .filter(study_id=annotator.study_id, status=Ballot.Status.OPEN)
         .first()
     )
-    locked = Annotator.objects.select_for_update().get(pk=annotator.pk)
     now = now or timezone.now()
     active = Exclusion.objects.filter(annotator_id=annotator.pk, lifted_at__isnull=True).first()
     if active is not None:
