@@ -22,14 +22,16 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collection import jobs, lifecycle, pools, selectors, studies, voting
+from collection import exclusion, jobs, lifecycle, pools, selectors, studies, voting
 from collection.identity import annotator_of_assignment
-from collection.models import Study, StudyChange, StudyJob
+from collection.models import Annotator, Exclusion, Study, StudyChange, StudyJob
 from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
 from collection.serializers import (
     BallotClosingSerializer,
     BallotProgressSerializer,
     CsvUploadSerializer,
+    ExclusionRequestSerializer,
+    ExclusionSerializer,
     ImportReportSerializer,
     ItemSerializer,
     ItemsGenerateSerializer,
@@ -322,6 +324,73 @@ class StudyViewSet(viewsets.ModelViewSet):
         study = self.get_object()
         return Response(ResultSerializer(selectors.study_results(study=study), many=True).data)
 
+    # --- exclusions ---
+
+    @extend_schema(
+        summary="The exclusion log: who excluded which annotator, when, why (and readmissions)",
+        responses={200: ExclusionSerializer(many=True), **STAFF_ERRORS},
+    )
+    @action(detail=True, methods=["get"], serializer_class=ExclusionSerializer)
+    def exclusions(self, request, slug=None):
+        study = self.get_object()
+        rows = (
+            Exclusion.objects.filter(study=study)
+            .select_related("annotator__user")
+            .order_by("excluded_at", "pk")
+        )
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(ExclusionSerializer(page, many=True).data)
+
+    @extend_schema(
+        methods=["POST"],
+        summary="Exclude an annotator: their votes stop, their open-ballot votes go back to the pool",
+        description="Logged with who, when and the reason. Idempotent: an annotator already excluded keeps "
+        "their exclusion (200). Votes in closed ballots stay; the results report the scores with and "
+        "without them.",
+        request=ExclusionRequestSerializer,
+        responses={
+            201: ExclusionSerializer,
+            200: OpenApiResponse(ExclusionSerializer, description="Already excluded: nothing changed."),
+            400: error_response("No reason given, or one too long."),
+            404: error_response("No such annotator in this study."),
+        },
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        summary="Readmit an excluded annotator (their set-aside open-ballot votes are not restored)",
+        request=ExclusionRequestSerializer,
+        responses={
+            200: ExclusionSerializer,
+            404: error_response("No such annotator in this study."),
+            409: error_response("The annotator is not excluded."),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["post", "delete"],
+        url_path=r"annotators/(?P<annotator_id>[0-9]+)/exclusion",
+        serializer_class=ExclusionRequestSerializer,
+    )
+    def exclusion(self, request, slug=None, annotator_id=None):
+        study = self.get_object()
+        serializer = ExclusionRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        reason = serializer.validated_data.get("reason", "")
+        annotator = get_or_404(
+            Annotator.objects.filter(study=study),
+            f"study {study.slug!r} has no annotator {annotator_id}; its results page lists them",
+            pk=annotator_id,
+        )
+        annotator.study = study
+        if request.method == "DELETE":
+            lifted = exclusion.annotator_readmit(annotator=annotator, by=request.user, reason=reason)
+            return Response(ExclusionSerializer(lifted).data)
+        result = exclusion.annotator_exclude(annotator=annotator, reason=reason, by=request.user)
+        return Response(
+            ExclusionSerializer(result.exclusion).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
 
 def study_job_body(job: StudyJob) -> dict:
     done = jobs.study_job_done_count(job)
@@ -382,6 +451,7 @@ class ComparisonNextView(APIView):
                     voting.NextReason.BALLOT_CLOSING,
                     voting.NextReason.NONE_FOR_YOU,
                     voting.NextReason.ALL_LEASED,
+                    voting.NextReason.EXCLUDED,
                 ],
                 description="Why there is no comparison.",
             ),

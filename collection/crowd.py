@@ -3,7 +3,8 @@ what the consent page promises (comparisons, minutes, pay).
 
 A participant leaves with a completion code: the study's ``completion_code`` when they completed their
 work, its ``no_work_code`` when there was none for them (nothing left to judge when they arrived, or a
-wait for work longer than the study's ``max_wait_seconds``). With ``participant_codes`` each
+wait for work longer than the study's ``max_wait_seconds``), its ``screened_out_code`` when they were
+excluded (``collection.exclusion``). With ``participant_codes`` each
 participant also gets a code of their own per outcome: ``HMAC-SHA256(key = the study's participant
 secret, message = "<annotator id>:<outcome>")``, its first 50 bits in base32, as ``XXXXX-XXXXX``.
 It is stable (the same annotator and outcome give the same code), cannot be made without the secret,
@@ -37,13 +38,16 @@ class Outcome:
 
     COMPLETED = "completed"
     NO_WORK = "no_work"
+    SCREENED_OUT = "screened_out"  # excluded from the study (collection/exclusion.py)
 
 
-OUTCOMES = (Outcome.COMPLETED, Outcome.NO_WORK)
+OUTCOMES = (Outcome.COMPLETED, Outcome.NO_WORK, Outcome.SCREENED_OUT)
 
 
 def outcome_code(*, study: Study, outcome: str) -> str:
     """The study-wide completion code of an outcome."""
+    if outcome == Outcome.SCREENED_OUT:
+        return study.screened_out_code
     return study.completion_code if outcome == Outcome.COMPLETED else study.no_work_code
 
 

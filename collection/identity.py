@@ -94,10 +94,11 @@ def annotator_from_request(
 
 
 _ASSIGNMENT_OWNER_SQL = """
-SELECT a.annotator_id, b.study_id, s.settings_version
+SELECT a.annotator_id, b.study_id, s.settings_version, an.excluded_at
 FROM collection_assignment a
 JOIN collection_ballot b ON b.id = a.ballot_id
 JOIN collection_study s ON s.id = b.study_id
+JOIN collection_annotator an ON an.id = a.annotator_id
 WHERE a.id = %(assignment)s
 """
 # Every vote runs it: on PostgreSQL planned once per connection (common/prepared.py).
@@ -109,7 +110,8 @@ ASSIGNMENT_OWNER_STATEMENT = PreparedStatement(
 def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
     """The request's annotator if ``assignment_id`` is one of theirs, else None; its ``study`` attached.
 
-    The vote's path: one statement reads the assignment's annotator, its study and the study's
+    The vote's path: one statement reads the assignment's annotator (with ``excluded_at``, so that an
+    excluded annotator's vote is refused without another read), its study and the study's
     ``settings_version``; the study's settings come from this process's copy of that version
     (``collection.study_cache``). When the signed cookie names that annotator for that study, the
     annotator is known without another read (its other fields load if something asks for them);
@@ -123,12 +125,16 @@ def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    owner_id, study_id, version = row
+    owner_id, study_id, version, excluded_at = row
+    if excluded_at is not None and connection.vendor == "sqlite":  # SQLite returns the column's text
+        excluded_at = connection.ops.convert_datetimefield_value(excluded_at, None, connection)
     study = study_at_version(study_id, version)
     if study is None:
         return None
     if _remembered(request).get(str(study_id)) == owner_id:
-        annotator = Annotator.from_db(connection.alias, ["id", "study_id"], [owner_id, study_id])
+        annotator = Annotator.from_db(
+            connection.alias, ["id", "study_id", "excluded_at"], [owner_id, study_id, excluded_at]
+        )
         annotator.study = study
         return annotator
     annotator = annotator_from_request(request, study)

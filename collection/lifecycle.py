@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 BALLOT_CLOSE_TASK = "scoring.ballot_close"  # the Celery name it has always had (queued messages carry it)
 # What closes a ballot whose closing task could not be sent (Celery beat, every SWEEP_SECONDS).
 BALLOT_CLOSE_RECOVERY = "the ballots sweep"
+# The rule that excludes flagged annotators, run after each close of a study that asks for it.
+EXCLUSION_RULES_TASK = "scoring.exclusion_rules_apply"
+EXCLUSION_RULES_RECOVERY = "the next close, or manage.py exclusion_rules_apply"
 
 
 # --- start and open ------------------------------------------------------------------------------
@@ -319,6 +322,8 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
             ballot_open(study=study, number=ballot.number + 1, item_indices=survivors, now=now)
         else:
             study_finish(study=study, item_ids=item_ids, now=now)
+        if study.exclude_flagged_annotators:  # after commit: it reads the scores this close stored
+            enqueue_on_commit(EXCLUSION_RULES_TASK, study.pk, recovered_by=EXCLUSION_RULES_RECOVERY)
         # Stored last, to count the opening of the next ballot: the ballot row is saved closed before
         # it, as the next one may open only once this one is closed (one open ballot per study).
         ballot.close_seconds = time.perf_counter() - started

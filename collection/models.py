@@ -143,6 +143,12 @@ class Study(models.Model):
         help_text="The completion code of a participant who found no work: nothing left to judge, or a wait "
         "longer than the longest wait.",
     )
+    screened_out_code = models.CharField(
+        max_length=32,
+        default=_new_completion_code,
+        help_text="The completion code of a participant who was excluded (screened out): failed checks, "
+        "a quality rule, or a researcher's decision.",
+    )
     max_wait_seconds = models.PositiveIntegerField(
         default=300,
         validators=[
@@ -279,6 +285,14 @@ class Study(models.Model):
         ],
         help_text="Share of the comparisons served that are checks (gold or instructed-response) the "
         "annotator has not answered yet, 0 to 0.5; 0 serves none. Checks are never counted as votes.",
+    )
+
+    # Exclusion by rule (collection/exclusion.py, scoring/exclusion.py): off by default.
+    exclude_flagged_annotators = models.BooleanField(
+        default=False,
+        help_text="When a ballot closes, exclude every annotator the quality thresholds above flag (too many "
+        "fast answers, position bias, disagreement with the majority or with themselves). Their later votes "
+        "stop; closed ballots keep their votes, and the results report the scores with and without them.",
     )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
@@ -685,6 +699,9 @@ class Annotator(models.Model):
     mturk_hit_id = models.CharField(max_length=128, blank=True, default="")
     mturk_assignment_id = models.CharField(max_length=128, blank=True, default="")
     mturk_submit_to = models.CharField(max_length=200, blank=True, default="")
+    # When the annotator's active exclusion began (an ``Exclusion`` row says who and why); NULL while
+    # they may vote. On the row that every vote and lease already reads, so refusing costs no query.
+    excluded_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         constraints = [
@@ -901,6 +918,96 @@ class CheckAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"answer {self.pk} to check {self.quality_check_id}: {self.choice}"
+
+
+class Exclusion(models.Model):
+    """An annotator excluded from a study: by whom (a researcher, or a rule), when, why; and its lifting.
+
+    Written by ``collection.exclusion.annotator_exclude`` and ``annotator_readmit`` only: the log of
+    exclusions. At most one active (not lifted) exclusion per annotator, which the database keeps.
+    ``user`` is SET NULL if that account is deleted; ``username`` keeps the name.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exclusions")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="exclusions")
+    reason = models.TextField(help_text="Why, in words: the researcher's reason, or the rule's figure.")
+    rule = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="The rule that excluded the annotator; blank: a researcher's decision.",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150, blank=True, help_text="Who, kept if the account is deleted.")
+    excluded_at = models.DateTimeField()
+    votes_set_aside = models.PositiveIntegerField(
+        default=0, help_text="Votes of the open ballot taken out of it, their comparisons back in the pool."
+    )
+    leases_released = models.PositiveIntegerField(default=0)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+    lifted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    lifted_by_username = models.CharField(max_length=150, blank=True)
+    lift_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["study", "excluded_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator"],
+                condition=Q(lifted_at__isnull=True),
+                name="one_active_exclusion_per_annotator",
+                violation_error_message="The annotator is already excluded.",
+            ),
+            models.CheckConstraint(
+                condition=~Q(reason=""),
+                name="exclusion_has_reason",
+                violation_error_message="An exclusion needs a reason.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"exclusion of annotator {self.annotator_id} at {self.excluded_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def active(self) -> bool:
+        return self.lifted_at is None
+
+    @property
+    def by(self) -> str:
+        """Who decided: the rule, else the researcher's name."""
+        return f"rule {self.rule}" if self.rule else (self.username or "unknown")
+
+
+class ExcludedVote(models.Model):
+    """A vote of the open ballot set aside when its annotator was excluded: every field of the vote as it
+    was (``vote_id`` its id), with the exclusion. Its comparison went back to the pool, so the open ballot
+    counts it no longer; it is kept, not deleted, so that nothing an annotator did is lost.
+    """
+
+    exclusion = models.ForeignKey(Exclusion, on_delete=models.CASCADE, related_name="set_aside")
+    vote_id = models.BigIntegerField(help_text="The id the vote had.")
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="+")
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="+")
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="+")
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    pair_low = models.PositiveIntegerField()
+    pair_high = models.PositiveIntegerField()
+    choice = models.CharField(max_length=5, choices=Vote.Choice.choices)
+    response_ms = models.PositiveIntegerField()
+    client_response_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["exclusion", "vote_id"]
+        constraints = [models.UniqueConstraint(fields=["vote_id"], name="excluded_vote_once")]
+
+    def __str__(self) -> str:
+        return f"vote {self.vote_id} set aside ({self.choice})"
 
 
 class ItemScore(models.Model):

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from collection import limits
-from collection.models import Item, Study, StudyChange, StudyJob, Token, Vote
+from collection.models import Exclusion, Item, Study, StudyChange, StudyJob, Token, Vote
 from collection.studies import QUALITY_SETTINGS
 from collection.voting import NextReason
 from common.schema import BoundedFloatField
@@ -105,6 +105,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "ballot_deadline_hours",
             "completion_code",
             "no_work_code",
+            "screened_out_code",
             "max_wait_seconds",
             "participant_codes",
             "pay_per_hour",
@@ -117,6 +118,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "relevant_top_k",
             *QUALITY_SETTINGS,
             "check_rate",
+            "exclude_flagged_annotators",
             "status",
             "created_by",
             "duplicated_from",
@@ -435,6 +437,7 @@ NEXT_REASONS = [
     (NextReason.BALLOT_CLOSING, "every comparison of the ballot is judged; the next ballot opens soon"),
     (NextReason.NONE_FOR_YOU, "the comparisons left are pairs you have judged"),
     (NextReason.ALL_LEASED, "the comparisons left are being judged by others; some may come back"),
+    (NextReason.EXCLUDED, "you were excluded from the study (screened out)"),
 ]
 
 
@@ -460,3 +463,38 @@ class VoteResultSerializer(serializers.Serializer):
         help_text="Seconds after which a comparison may be available, when one is expected "
         "(GET next's Retry-After); null otherwise.",
     )
+
+
+class ExclusionRequestSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="Why the annotator is excluded (required), or why readmitted (optional); it is logged.",
+    )
+
+
+class ExclusionSerializer(serializers.ModelSerializer):
+    """One row of the exclusion log: who excluded the annotator (a researcher, or a rule), when, why."""
+
+    annotator_label = serializers.CharField(source="annotator.__str__", read_only=True)
+    active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Exclusion
+        fields = [
+            "id",
+            "annotator",
+            "annotator_label",
+            "active",
+            "reason",
+            "rule",
+            "username",
+            "excluded_at",
+            "votes_set_aside",
+            "leases_released",
+            "lifted_at",
+            "lifted_by_username",
+            "lift_reason",
+        ]
+        read_only_fields = fields

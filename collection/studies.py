@@ -157,6 +157,7 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     "require_signed_links": StudySetting("signed participant links required", _UNTIL_FINISHED, _COLLECTED),
     # The crowd platform's conventions (collection/crowd.py): exits, codes, the consent page's estimate.
     "no_work_code": StudySetting("no-work code", _UNTIL_FINISHED, _COLLECTED, private=True),
+    "screened_out_code": StudySetting("screened-out code", _UNTIL_FINISHED, _COLLECTED, private=True),
     "max_wait_seconds": StudySetting("longest wait for work (seconds)", _UNTIL_FINISHED, _COLLECTED),
     "participant_codes": StudySetting("a code per participant", _UNTIL_FINISHED, _COLLECTED),
     "pay_per_hour": StudySetting("pay per hour", _UNTIL_FINISHED, _COLLECTED),
@@ -176,6 +177,9 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     # How often the lease serves a check instead of a comparison: it changes which checks are answered,
     # never a vote or the design, so it may change while the study runs.
     "check_rate": StudySetting("share of checks among the comparisons served", _UNTIL_FINISHED, _COLLECTED),
+    # The rule that excludes flagged annotators when a ballot closes: it stops votes, so only while the
+    # collection runs; closed ballots are never re-run (the results show the scores with and without).
+    "exclude_flagged_annotators": StudySetting("exclude flagged annotators", _UNTIL_FINISHED, _COLLECTED),
 }
 
 QUALITY_SETTINGS = tuple(name for name in STUDY_SETTINGS if name.startswith("quality_"))

@@ -53,6 +53,7 @@ NOTHING_TEMPLATES = {
     NextReason.NONE_FOR_YOU: "collection/next/none_for_you.html",
     NextReason.FINISHED: "collection/next/finished.html",
     NextReason.NOT_STARTED: "collection/next/not_started.html",
+    NextReason.EXCLUDED: "collection/next/excluded.html",
 }
 
 
@@ -129,7 +130,10 @@ def _entry_page(
         "error": error,
         "link_error": link_error,
     }
-    if not link_error and study.status == Study.Status.FINISHED and annotator is not None:
+    if not link_error and annotator is not None and annotator.excluded_at is not None:
+        # An excluded annotator leaves with the screened-out code, whatever the study's state.
+        context |= _exit_context(study, annotator, Outcome.SCREENED_OUT) | {"excluded": True}
+    elif not link_error and study.status == Study.Status.FINISHED and annotator is not None:
         # A participant who arrives when nothing is left leaves with the no-work code.
         context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
     if not link_error and study.status == Study.Status.RUNNING and not (annotator and annotator.consented_at):
@@ -231,7 +235,7 @@ def vote(request, slug):
     wait = page_wait_seconds(request, "vote" if request.method == "POST" else "next")
     if wait is not None:
         return _too_fast_page(request, study, wait, next_url=reverse("collection:vote", args=[study.slug]))
-    if request.method == "POST":
+    if request.method == "POST" and annotator.excluded_at is None:
         return _vote_post(request, study, annotator)
     return _next_page(request, study, annotator, comparison_next_for(annotator=annotator))
 
@@ -315,10 +319,14 @@ def _nothing_page(request, study, annotator, result, progress):
             retry = None
         elif retry:
             retry = min(retry, max(1, math.ceil(study.max_wait_seconds - waited)))
+    elif result.reason == NextReason.EXCLUDED:
+        context |= _exit_context(study, annotator, Outcome.SCREENED_OUT)
     elif result.reason != NextReason.NOT_STARTED:
         context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
     context["retry_after_seconds"] = retry
-    response = render(request, NOTHING_TEMPLATES[result.reason], context)
+    # A vote sent after the exclusion is refused (403) with the same page; asking for work is not an error.
+    status = 403 if result.reason == NextReason.EXCLUDED and request.method == "POST" else 200
+    response = render(request, NOTHING_TEMPLATES[result.reason], context, status=status)
     if retry:
         response["Retry-After"] = str(retry)
     return response

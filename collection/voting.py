@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from collection import checks
+from collection.exclusion import annotator_exclude
 from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import Annotator, Assignment, Ballot, CheckAnswer, Comparison, Study, Vote
 from collection.selectors import AnnotatorProgress
@@ -67,6 +68,13 @@ class NextReason:
     BALLOT_CLOSING = "ballot_closing"
     NONE_FOR_YOU = "none_for_you"
     ALL_LEASED = "all_leased"
+    EXCLUDED = "excluded"  # the annotator was excluded (collection/exclusion.py): screened out
+
+
+EXCLUDED_MESSAGE = (
+    "you were excluded from this study by its researchers, so your votes are no longer taken; "
+    "open the study link for your completion code (screened out)"
+)
 
 
 ALL_LEASED_MAX_RETRY_SECONDS = 60
@@ -157,6 +165,8 @@ def comparison_next_for(
     With the study's ``check_rate`` (a draw from ``rng``), the lease serves instead a check the annotator
     has not answered (``collection.checks``), if they hold nothing and may still vote in the ballot.
     """
+    if annotator.excluded_at is not None:
+        return NextResult(None, NextReason.EXCLUDED)
     now = now or timezone.now()
     if checks.check_due(rate=annotator.study.check_rate, rng=rng):
         try:
@@ -172,14 +182,19 @@ def comparison_next_for(
         return _lease_step_by_step(annotator=annotator, now=now)
 
 
-def _lock_annotator(annotator: Annotator) -> None:
-    # Other databases with row locks: one lease at a time per annotator, as on PostgreSQL (where the
-    # unique index and a retry do it, ``_lease_in_one_statement``).
+def _lock_annotator(annotator: Annotator) -> bool:
+    """Lock the annotator's row, on databases with row locks other than PostgreSQL (where the unique index
+    of active assignments and a retry keep one lease per annotator, ``_lease_in_one_statement``); returns
+    whether they are excluded (an exclusion committed meanwhile)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM collection_annotator WHERE id = %s FOR UPDATE", [annotator.pk])
+        cursor.execute(
+            "SELECT excluded_at IS NOT NULL FROM collection_annotator WHERE id = %s FOR UPDATE",
+            [annotator.pk],
+        )
+        return bool(cursor.fetchone()[0])
 
 
-# Everything after the annotator's lock, in one statement. The data-modifying CTEs run once each; the
+# The whole lease, in one statement. The data-modifying CTEs run once each; the
 # INSERT of the new assignment waits for "released" and "ended" through its filter, so the leases it
 # replaces are no longer active when the partial unique indexes check it. The comparison to give is a
 # lapsed lease if there is one, else the first open one by position: each is one index-ordered scan of
@@ -408,7 +423,8 @@ SELECT b.id, b.number, b.comparison_count, b.votes_recorded,
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s),
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s AND v.ballot_id = b.id),
        h.id, h.comparison_id, h.ballot_id, h.issued_at, h.expires_at,
-       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
+       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text,
+       (SELECT an.excluded_at IS NOT NULL FROM collection_annotator an WHERE an.id = %(annotator)s)
 FROM (SELECT 1) AS here  -- the alias PostgreSQL asks for (the lease of a check reads it there too)
 LEFT JOIN collection_ballot b ON b.study_id = %(study)s AND b.status = 'open'
 LEFT JOIN collection_assignment h ON h.annotator_id = %(annotator)s AND h.status = 'active'
@@ -515,8 +531,11 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
         held_issued_at,
         held_expires_at,
         *held_sides,
+        excluded,
     ) = _where_annotator_stands(annotator)
     with connection.cursor() as cursor:
+        if excluded:  # an exclusion committed after this request read the annotator's row
+            return NextResult(None, NextReason.EXCLUDED)
         if ballot_id is None:
             return _no_open_ballot(study=study)
         progress = _progress(
@@ -593,6 +612,23 @@ def _held_check(assignment: Assignment, progress: AnnotatorProgress) -> NextResu
     )
 
 
+def _exclude_on_failed_checks(annotator: Annotator) -> None:
+    """The rule of a study that excludes flagged annotators (``exclude_flagged_annotators``): an answer
+    that brings the annotator's failed checks to the study's ``quality_max_failed_checks`` screens them
+    out at once (``collection.exclusion``), whose pages then show the screened-out exit."""
+    study = annotator.study
+    if not study.exclude_flagged_annotators or not checks.annotator_failed_checks_threshold_crossed(
+        annotator=annotator
+    ):
+        return
+    failed = checks.annotator_failed_checks(annotator=annotator)
+    annotator_exclude(
+        annotator=annotator,
+        reason=f"failed {failed} checks; the study's threshold is {study.quality_max_failed_checks}",
+        rule="failed_checks",
+    )
+
+
 def _check_lease(*, annotator: Annotator, now: datetime, rng: random.Random | None) -> NextResult | None:
     """Serve a check (``collection.checks.check_lease``), or None to lease a comparison as usual.
 
@@ -642,6 +678,8 @@ def _check_lease(*, annotator: Annotator, now: datetime, rng: random.Random | No
 
 
 def _vote_refused(*, status: str, ballot_open: bool, ballot_number: int, expired: bool) -> ServiceError:
+    if ballot_open and status == Assignment.Status.CANCELLED:  # withdrawn: its annotator was excluded
+        return ServiceError(EXCLUDED_MESSAGE, status=403)
     if not ballot_open or status == Assignment.Status.CANCELLED:
         return ServiceError(
             f"ballot {ballot_number} is closed; this comparison no longer takes votes", status=409
@@ -681,6 +719,8 @@ def vote_record(
     itself (no BEGIN and COMMIT around it unless the caller has a transaction). The vote that completes
     its ballot asks for its close, which runs after commit.
     """
+    if annotator.excluded_at is not None:
+        raise ServiceError(EXCLUDED_MESSAGE, status=403)
     now = now or timezone.now()
     if choice not in Vote.Choice.values:
         raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
@@ -873,6 +913,8 @@ def _vote_not_taken(
                 now=now,
             )
             if answer is not None:
+                if not answer.correct:
+                    _exclude_on_failed_checks(annotator)
                 return answer, True
             if attempt == 0:
                 continue  # another request of theirs answered it (or it lapsed) meanwhile: read again

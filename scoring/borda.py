@@ -37,6 +37,7 @@ __all__ = [
     "rescale_slope",
     "score_ballot",
     "select_survivors",
+    "study_scores",
     "win_ratio",
 ]
 
@@ -164,6 +165,57 @@ def score_ballot(
         score=score,
         measured=measured,
     )
+
+
+def study_scores(ballot, left, right, outcome, item_count: int, ballot_count: int) -> list[BallotScores]:
+    """The scores of ballots 1 … ``ballot_count`` from their votes, as the closes compute them (Eq. 1, 5, 6).
+
+    The design is taken as given: the ballots and their items are what the votes say they were; nothing
+    is re-selected. With every vote of the closed ballots this repeats the closes' arithmetic; with a
+    subset (the votes of the annotators not excluded) it gives the scores the same ballots would have
+    had without the others. An item of a ballot left with no vote has no x(k) and keeps its earlier
+    score (see the module's degenerate cases). One ``ballot_tallies`` per ballot, vectorised over votes.
+
+    Parameters
+    ----------
+    ballot : array_like of int
+        Ballot number k (1 … ``ballot_count``) of each vote.
+    left, right, outcome : array_like
+        As in ``ballot_tallies``.
+    item_count, ballot_count : int
+        Items in the study; ballots to score.
+
+    Returns
+    -------
+    list of BallotScores
+        One per ballot, k = 1 … ``ballot_count``; the last one's ``score`` is every item's latest ȳ.
+    """
+    ballot = np.asarray(ballot, dtype=np.int64)
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    outcome = np.asarray(outcome, dtype=np.float64)
+    if ballot.size and (ballot.min() < 1 or ballot.max() > ballot_count):
+        raise ValueError(f"ballot numbers must lie in 1 … {ballot_count}")
+    order = np.argsort(ballot, kind="stable")
+    bounds = np.searchsorted(ballot[order], np.arange(1, ballot_count + 2))
+    results: list[BallotScores] = []
+    for number in range(1, ballot_count + 1):  # a loop over ballots (at most limits.MAX_BALLOTS), not votes
+        of_ballot = order[bounds[number - 1] : bounds[number]]
+        wins, ties, appearances = ballot_tallies(
+            left[of_ballot], right[of_ballot], outcome[of_ballot], item_count
+        )
+        previous = results[-1] if results else None
+        results.append(
+            score_ballot(
+                ballot=number,
+                wins=wins,
+                ties=ties,
+                appearances=appearances,
+                previous_score=None if previous is None else previous.score,
+                previous_measured=None if previous is None else previous.measured,
+            )
+        )
+    return results
 
 
 def select_survivors(score, in_ballot, survivor_count: int) -> np.ndarray:

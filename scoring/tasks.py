@@ -8,6 +8,8 @@ from celery import shared_task
 from django.utils import timezone
 
 from collection.lifecycle import ballots_sweep
+from collection.models import Study
+from scoring.exclusion import exclusion_rules_apply
 from scoring.services import simulation_run, simulation_run_execute, simulations_restart
 from scoring.simulation import SimulationConfig
 
@@ -47,3 +49,15 @@ def ballots_sweep_task() -> dict:
 def simulation_run_task(run_id: int) -> None:
     """Run a stored ``SimulationRun`` (admin action "simulate this plan"), saving progress as it goes."""
     simulation_run_execute(run_id=run_id)
+
+
+@shared_task(name="scoring.exclusion_rules_apply")
+def exclusion_rules_apply_task(study_id: int) -> str:
+    """After a close: exclude the annotators the study's quality thresholds flag (idempotent)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        logger.warning("study %s does not exist; no exclusion rules to apply", study_id)
+        return "missing"
+    if not study.exclude_flagged_annotators:
+        return "off"
+    return f"{len(exclusion_rules_apply(study=study))} excluded"

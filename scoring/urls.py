@@ -12,4 +12,9 @@ urlpatterns = [
     path("<slug:slug>/export/votes.csv", views.export_votes_csv, name="export-votes-csv"),
     path("<slug:slug>/export/annotators.csv", views.export_annotators_csv, name="export-annotators-csv"),
     path("<slug:slug>/export/checks.csv", views.export_check_answers_csv, name="export-checks-csv"),
+    path(
+        "<slug:slug>/export/without-excluded.csv",
+        views.export_without_excluded_csv,
+        name="export-without-excluded-csv",
+    ),
 ]

@@ -17,6 +17,12 @@ from django.urls import NoReverseMatch, reverse
 
 from collection.models import Ballot, Study
 from common.csvexport import csv_download
+from scoring.exclusion import (
+    WITHOUT_EXCLUDED_COLUMNS,
+    scores_without_excluded,
+    study_exclusion_totals,
+    without_excluded_rows,
+)
 from scoring.exports import (
     ANNOTATOR_CSV_COLUMNS,
     CHECK_ANSWER_COLUMNS,
@@ -89,6 +95,8 @@ def results(request, slug: str):
                 for ballot, data in zip(closed, rescalings, strict=True)
             ],
             **_annotator_table(request.GET, annotator_figures(study=study)),
+            without_excluded=scores_without_excluded(study=study),
+            exclusion_totals=study_exclusion_totals(study=study),
         )
         if dataset.has_scores:
             by_rank = scores_by_rank(study=study, dataset=dataset)
@@ -150,6 +158,15 @@ def export_annotators_csv(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     return csv_download(
         f"{study.slug}-annotators.csv", ANNOTATOR_CSV_COLUMNS, study_annotator_rows(study=study)
+    )
+
+
+@staff_member_required
+def export_without_excluded_csv(request, slug: str):
+    """Every item's final ȳ and rank with and without the excluded annotators' votes, design held fixed."""
+    study = get_object_or_404(Study, slug=slug)
+    return csv_download(
+        f"{study.slug}-without-excluded.csv", WITHOUT_EXCLUDED_COLUMNS, without_excluded_rows(study=study)
     )
 
 

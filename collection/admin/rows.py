@@ -8,7 +8,17 @@ from django.db.models import Count
 from django.utils.html import format_html
 
 from collection.admin.display import ReadOnlyAdmin, progress_bar
-from collection.models import Annotator, Ballot, Item, SemanticArea, StudyChange, Token, Vote
+from collection.models import (
+    Annotator,
+    Ballot,
+    ExcludedVote,
+    Exclusion,
+    Item,
+    SemanticArea,
+    StudyChange,
+    Token,
+    Vote,
+)
 from collection.selectors import areas_with_totals
 
 
@@ -135,8 +145,8 @@ class BallotAdmin(ReadOnlyAdmin):
 
 @admin.register(Annotator)
 class AnnotatorAdmin(ReadOnlyAdmin):
-    list_display = ("__str__", "study", "vote_total", "consented_at", "created_at")
-    list_filter = ("study",)
+    list_display = ("__str__", "study", "vote_total", "consented_at", "created_at", "excluded_at")
+    list_filter = ("study", ("excluded_at", admin.EmptyFieldListFilter))
     search_fields = ("participant_id", "user__username")
     list_select_related = ("study", "user")
 
@@ -146,6 +156,35 @@ class AnnotatorAdmin(ReadOnlyAdmin):
     @admin.display(description="votes", ordering="vote_total")
     def vote_total(self, annotator):
         return annotator.vote_total
+
+
+@admin.register(Exclusion)
+class ExclusionAdmin(ReadOnlyAdmin):
+    """The exclusion log: who excluded which annotator (a researcher, or a rule), when, why; and readmissions.
+    Written by collection.exclusion only (the API, the rule after each close)."""
+
+    list_display = (
+        "annotator",
+        "study",
+        "by",
+        "excluded_at",
+        "reason",
+        "votes_set_aside",
+        "lifted_at",
+        "lifted_by_username",
+    )
+    list_filter = ("study", "rule", ("lifted_at", admin.EmptyFieldListFilter))
+    search_fields = ("annotator__participant_id", "username", "reason")
+    list_select_related = ("study", "annotator__user")
+
+
+@admin.register(ExcludedVote)
+class ExcludedVoteAdmin(ReadOnlyAdmin):
+    """Votes of an open ballot set aside at their annotator's exclusion, every field kept."""
+
+    list_display = ("vote_id", "annotator", "ballot", "choice", "response_ms", "created_at", "exclusion")
+    list_filter = ("ballot__study",)
+    list_select_related = ("annotator__user", "ballot__study", "exclusion")
 
 
 @admin.register(Vote)

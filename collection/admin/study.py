@@ -126,6 +126,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                         "completion_redirect_url",
                         "completion_code",
                         "no_work_code",
+                        "screened_out_code",
                         "max_wait_seconds",
                         "participant_codes",
                         "pay_per_hour",
@@ -141,7 +142,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             (
                 "Quality control",
                 {
-                    "fields": (*QUALITY_SETTINGS, "check_rate"),
+                    "fields": (*QUALITY_SETTINGS, "check_rate", "exclude_flagged_annotators"),
                     "description": "The results page flags an annotator past any of these thresholds; "
                     "a blank one is off. They may change at any time: they judge the votes, not the design. "
                     "The check rate mixes the checks listed below into each annotator's comparisons.",

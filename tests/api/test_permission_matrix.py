@@ -95,6 +95,7 @@ def path_values(world, route: str, study: str | None) -> dict[str, str]:
     submission, an object of the admin's model."""
     running = Study.objects.get(slug=RUNNING)
     values = {"slug": study or "", "submission_id": str(world.submission_a), "job_id": "1"}
+    values["annotator_id"] = "999999"  # none: staff are told so (404) once the reason is given
     values["object_id"] = str(running.pk)
     admin_model = re.match(r"admin/(\w+)/(\w+)/<path:object_id>/", route)
     if admin_model:
@@ -542,6 +543,54 @@ MATRIX = {
         "GET": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/vote/<id>/change/", ADMIN_LOGIN),
     },
+    "admin/collection/exclusion/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/history/": {  # the world has none: back to the admin
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/exclusion/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/exclusion/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/exclusion/<id>/change/", ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/add/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/history/": {  # the world has none: back to the admin
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/delete/": {
+        "GET": staff_only(403, ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only(403, ADMIN_LOGIN),
+    },
+    "admin/collection/excludedvote/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
+    },
     "admin/^(?P<app_label>auth|authtoken|collection|scoring)/$": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
@@ -586,6 +635,12 @@ MATRIX = {
     },
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/close-ballot/$": {"POST": staff_only(studies(409, 202, 409), 403)},
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/duplicate/$": {"POST": staff_only(201, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/exclusions/$": {"GET": staff_only(200, 403)},
+    # Without a body: staff get 404 for an annotator the study lacks (the reason is checked by the service).
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/annotators/(?P<annotator_id>[0-9]+)/exclusion/$": {
+        "DELETE": staff_only(404, 403),
+        "POST": staff_only(404, 403),
+    },
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/$": {"GET": staff_only(200, 403)},
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/generate/$": {
         "POST": staff_only(studies(409, 409, 201), 403)
@@ -651,6 +706,10 @@ MATRIX = {
         "POST": staff_only(200, ADMIN_LOGIN),
     },
     "studies/<slug:slug>/export/checks.csv": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "studies/<slug:slug>/export/without-excluded.csv": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },

@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from collection.exclusion import annotator_exclude
 from collection.models import Item, ItemScore, SemanticArea, Study, StudyChange, Token, Vote
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import study_update
@@ -175,6 +176,7 @@ def study_form_data(**overrides) -> dict:
         "completion_redirect_url": "",
         "completion_code": "DONE42",
         "no_work_code": "NOWORK42",
+        "screened_out_code": "SCREEN42",
         "max_wait_seconds": "300",
         "pay_per_hour": "",
         "pay_currency": "GBP",
@@ -702,7 +704,10 @@ def test_votes_scores_ballots_and_pools_cannot_be_added_edited_or_deleted_by_han
 def test_every_list_and_detail_page_of_a_finished_study_renders(admin_client):
     study = make_study()
     study_update(study=study, changes={"lease_seconds": 120}, channel=StudyChange.Channel.COMMAND)
-    vote_until(study, voters=annotators(study, 10))
+    voters = annotators(study, 10)
+    vote_until(study, voters=voters, max_votes=5)
+    annotator_exclude(annotator=voters[0], reason="an exclusion and its set-aside vote")
+    vote_until(study, voters=voters[1:])
     SimulationRun.objects.create(study=study, parameters={"distribution": "exponential"}, repetitions=2)
     models = [model for model in admin.site._registry if model._meta.app_label in ("collection", "scoring")]
 
@@ -716,6 +721,8 @@ def test_every_list_and_detail_page_of_a_finished_study_renders(admin_client):
     assert sorted(model._meta.model_name for model in models) == [
         "annotator",
         "ballot",
+        "excludedvote",
+        "exclusion",
         "item",
         "itemscore",
         "semanticarea",

@@ -491,3 +491,37 @@ def test_the_study_page_refuses_a_check_on_an_item_of_another_study(admin_client
         {"__all__": [f"the right item {item(other, 2, 3).pk} is not an item of study {study.slug!r}"]}
     ]
     assert not Check.objects.exists()
+
+
+# --- the rule: failed checks screen an annotator out ---------------------------------------------
+
+
+@pytest.mark.parametrize("rule_on", [True, False])
+def test_failing_the_studys_number_of_checks_screens_the_annotator_out_when_the_rule_is_on(rule_on):
+    from collection.models import Exclusion
+    from collection.voting import NextReason
+
+    study = make_study(check_rate=0.5, quality_max_failed_checks=2, exclude_flagged_annotators=rule_on)
+    gold(study, expected="left"), instructed(study, expected="right")
+    careless, careful = annotators(study, 2)
+    for annotator, answer in (
+        (careless, lambda check: "right" if check.expected == "left" else "left"),
+        (careful, lambda check: check.expected),
+    ):
+        for _ in range(2):
+            served = comparison_next_for(annotator=annotator, rng=Always())
+            check = Check.objects.get(pk=served.assignment.quality_check_id)
+            vote_record(annotator=annotator, assignment_id=served.assignment.pk, choice=answer(check))
+    assert annotator_failed_checks(annotator=careless) == 2
+    excluded = Exclusion.objects.filter(annotator=careless, lifted_at__isnull=True)
+    if rule_on:
+        (exclusion,) = excluded
+        assert (
+            exclusion.rule == "failed_checks"
+            and exclusion.reason == "failed 2 checks; the study's threshold is 2"
+        )
+        careless.refresh_from_db()
+        assert comparison_next_for(annotator=careless, rng=Never()).reason == NextReason.EXCLUDED
+    else:
+        assert not excluded.exists()
+    assert not Exclusion.objects.filter(annotator=careful).exists()  # right twice: not touched

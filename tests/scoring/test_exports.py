@@ -60,6 +60,7 @@ VOTE_COLUMNS = [
     "mturk_submit_to",
     "code_completed",
     "code_no_work",
+    "code_screened_out",
 ]
 
 
@@ -226,7 +227,7 @@ def test_the_votes_csv_has_one_row_per_vote(staff_client, finished_study):
             "response_ms": str(vote.response_ms),
             "client_response_ms": "",
             "created_at": vote.created_at.isoformat(),
-            **dict.fromkeys(VOTE_COLUMNS[-7:], ""),  # no platform parameters, no codes per participant
+            **dict.fromkeys(VOTE_COLUMNS[-8:], ""),  # no platform parameters, no codes per participant
         }
     assert [row["ballot"] for row in rows].count("3") == 8
 
