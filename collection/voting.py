@@ -201,10 +201,13 @@ def _lock_annotator(annotator: Annotator) -> bool:
 # comparison_available (ballot, status, position), so the lease costs the same in a full ballot as in
 # an empty one; one scan with "open OR lapsed" filtered out every voted row before it (BENCHMARKS.md).
 _LEASE_SQL = """
-WITH ballot AS (
+WITH me AS (  -- an exclusion committed after the request read the annotator: no ballot, no lease
+    SELECT an.excluded_at IS NOT NULL AS excluded FROM collection_annotator an WHERE an.id = %(annotator)s
+),
+ballot AS (
     SELECT b.id, b.number, b.comparison_count, b.votes_recorded
     FROM collection_ballot b
-    WHERE b.study_id = %(study)s AND b.status = 'open'
+    WHERE b.study_id = %(study)s AND b.status = 'open' AND NOT (SELECT excluded FROM me)
 ),
 held AS (
     SELECT a.id, a.comparison_id, a.ballot_id, a.issued_at, a.expires_at,
@@ -291,6 +294,7 @@ SELECT ballot.id, ballot.number, ballot.comparison_count, ballot.votes_recorded,
            WHERE other.ballot_id = ballot.id
              AND (other.status = 'open' OR (other.status = 'leased' AND other.lease_expires_at < %(now)s))
        ) END,
+       (SELECT excluded FROM me),
        lease_commit.setting
 FROM votes
 LEFT JOIN (  -- read below, so that it runs: see _lease_row on the commit
@@ -384,7 +388,10 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
         right_a,
         right_b,
         any_available,
+        excluded,
     ) = row
+    if excluded:
+        return NextResult(None, NextReason.EXCLUDED)
     if ballot_id is None:
         return _no_open_ballot(study=study)
     progress = _progress(study, ballot_number, votes_in_ballot, votes_total, votes_recorded, comparison_count)
