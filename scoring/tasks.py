@@ -8,6 +8,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from collection.lifecycle import ballots_sweep
+from scoring.planning import plan_search_execute, plan_searches_restart
 from scoring.services import simulation_run, simulation_run_execute, simulations_restart
 from scoring.simulation import SimulationConfig
 
@@ -38,6 +39,7 @@ def ballots_sweep_task() -> dict:
     now = timezone.now()
     counts = ballots_sweep(now=now)
     counts["simulations_restarted"] = simulations_restart(now=now)
+    counts["plan_searches_restarted"] = plan_searches_restart(now=now)
     if any(counts.values()):
         logger.info("sweep: %s", counts)
     return counts
@@ -47,3 +49,9 @@ def ballots_sweep_task() -> dict:
 def simulation_run_task(run_id: int) -> None:
     """Run a stored ``SimulationRun`` (admin action "simulate this plan"), saving progress as it goes."""
     simulation_run_execute(run_id=run_id)
+
+
+@shared_task(name="scoring.plan_search_run")
+def plan_search_run_task(search_id: int) -> None:
+    """Run a stored ``PlanSearch`` (admin "plan from a target"), saving progress as it goes."""
+    plan_search_execute(search_id=search_id)
