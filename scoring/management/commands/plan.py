@@ -188,7 +188,7 @@ def report(result: dict) -> str:
     if cost["money"] is not None:
         money = f", {cost['money']:,.2f} {cost['currency']} at {cost['pay_per_hour']:g} per hour".rstrip()
     lines.append(
-        f"Cost: {cost['comparisons']:,} comparisons (N_comp, Eq. 3), {cost['hours']:,.1f} hours of voting at "
+        f"Cost: {cost['comparisons']:,} comparisons (N_comp, Eq. 3), {cost['hours']:,.2f} hours of voting at "
         f"{cost['seconds_per_comparison']:g} s each (Eq. 10){money}."
     )
     if not result["complete"]:
