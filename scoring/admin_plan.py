@@ -8,7 +8,6 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from collection.admin.display import sentence
 from collection.models import Study, StudyChange
 from common.errors import ServiceError
 from scoring.models import PlanSearch
