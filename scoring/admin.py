@@ -19,6 +19,7 @@ from collection.admin.display import ReadOnlyAdmin, counted, sentence
 from collection.admin.study import StudyAdmin as CollectionStudyAdmin
 from collection.models import Study
 from common.errors import ServiceError
+from scoring.admin_plan import PlanTargetAdmin
 from scoring.forms import SimulateForm
 from scoring.models import ItemScore, SimulationRun
 from scoring.services import simulation_request
@@ -82,7 +83,7 @@ EXPORTS = (
 )
 
 
-class StudyAdmin(CollectionStudyAdmin):
+class StudyAdmin(PlanTargetAdmin, CollectionStudyAdmin):
     """The collection's study admin with what scoring adds to the study's page: "Simulate this plan"
     and the simulations panel (refreshed while runs are in progress), the results and the exports."""
 

@@ -33,3 +33,20 @@ class SimulationRun(BackgroundWork):
     @property
     def progress_percent(self) -> int:
         return percent_done(self.done, self.repetitions) if self.repetitions else 0
+
+
+class PlanSearch(BackgroundWork):
+    """A search for the cheapest plan that reaches a target in simulation (``scoring.plan_search``), run as
+    a Celery task; ``done`` of ``total`` counts the (n_b, α) lines searched."""
+
+    study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="plan_searches")
+    parameters = models.JSONField()
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"plan search {self.pk} of study {self.study_id} ({self.status})"
+
+    @property
+    def progress_percent(self) -> int:
+        return percent_done(self.done, self.total) if self.total else 0

@@ -10,6 +10,7 @@ from django.utils import timezone
 from collection.lifecycle import ballots_sweep
 from collection.models import Study
 from scoring.exclusion import exclusion_rules_apply
+from scoring.planning import plan_search_execute, plan_searches_restart
 from scoring.services import simulation_run, simulation_run_execute, simulations_restart
 from scoring.simulation import SimulationConfig
 
@@ -40,6 +41,7 @@ def ballots_sweep_task() -> dict:
     now = timezone.now()
     counts = ballots_sweep(now=now)
     counts["simulations_restarted"] = simulations_restart(now=now)
+    counts["plan_searches_restarted"] = plan_searches_restart(now=now)
     if any(counts.values()):
         logger.info("sweep: %s", counts)
     return counts
@@ -61,3 +63,9 @@ def exclusion_rules_apply_task(study_id: int) -> str:
     if not study.exclude_flagged_annotators:
         return "off"
     return f"{len(exclusion_rules_apply(study=study))} excluded"
+
+
+@shared_task(name="scoring.plan_search_run")
+def plan_search_run_task(search_id: int) -> None:
+    """Run a stored ``PlanSearch`` (admin "plan from a target"), saving progress as it goes."""
+    plan_search_execute(search_id=search_id)

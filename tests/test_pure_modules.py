@@ -18,6 +18,7 @@ PURE_MODULES = [
     "scoring/agreement.py",
     "scoring/quality.py",
     "scoring/fragility.py",
+    "scoring/plan_search.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",

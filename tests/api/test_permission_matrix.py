@@ -372,6 +372,19 @@ MATRIX = {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },
+    "admin/collection/study/<path:object_id>/plan-target/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/study/<path:object_id>/plan-searches/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    # Without ?search=<id> (or a posted search) there is no plan to apply: 404, saying so.
+    "admin/collection/study/<path:object_id>/plan-apply/": {
+        "GET": staff_only(404, ADMIN_LOGIN),
+        "POST": staff_only(404, ADMIN_LOGIN),
+    },
     "admin/collection/study/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
     "admin/collection/study/add/": {
         "GET": staff_only(200, ADMIN_LOGIN),

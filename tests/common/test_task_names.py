@@ -10,6 +10,7 @@ TASKS = {
     "scoring.ballots_sweep": "scoring.tasks",
     "scoring.simulate": "scoring.tasks",
     "scoring.simulation_run": "scoring.tasks",
+    "scoring.plan_search_run": "scoring.tasks",
 }
 
 

@@ -1,0 +1,42 @@
+// The study's admin page: while a search for a plan from a target runs, refresh its panel
+// every few seconds (the panel says so with data-refresh-url). Without JavaScript the page
+// still shows the state at load time, and a reload shows the progress.
+(function () {
+    "use strict";
+
+    var PERIOD_MS = 2000;
+    var RETRY_MS = 10000;
+
+    function schedule(panel, delay) {
+        if (panel && panel.dataset.refreshUrl) {
+            window.setTimeout(function () { refresh(panel); }, delay);
+        }
+    }
+
+    function refresh(panel) {
+        fetch(panel.dataset.refreshUrl, { credentials: "same-origin" })
+            .then(function (response) {
+                if (!response.ok) {
+                    throw new Error("HTTP " + response.status);
+                }
+                return response.text();
+            })
+            .then(function (html) {
+                var holder = document.createElement("div");
+                holder.innerHTML = html;
+                var fresh = holder.querySelector("#plan-search");
+                if (!fresh) {
+                    return;
+                }
+                panel.replaceWith(fresh);
+                schedule(fresh, PERIOD_MS);
+            })
+            .catch(function () {
+                schedule(panel, RETRY_MS);
+            });
+    }
+
+    document.addEventListener("DOMContentLoaded", function () {
+        schedule(document.getElementById("plan-search"), PERIOD_MS);
+    });
+})();
