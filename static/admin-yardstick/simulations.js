@@ -1,9 +1,10 @@
-// The study's admin page: while a simulation of its plan runs, refresh the simulations panel
-// every few seconds (the panel says so with data-refresh-url). Without JavaScript the page
-// still shows the state at load time, and a reload shows the progress.
+// The study's admin page: while a simulation of its plan, or a search for a plan from a target, runs,
+// refresh its panel every few seconds (the panel says so with data-refresh-url). Without JavaScript
+// the page still shows the state at load time, and a reload shows the progress.
 (function () {
     "use strict";
 
+    var PANELS = ["simulations", "plan-search"];
     var PERIOD_MS = 2000;
     var RETRY_MS = 10000;
 
@@ -24,7 +25,7 @@
             .then(function (html) {
                 var holder = document.createElement("div");
                 holder.innerHTML = html;
-                var fresh = holder.querySelector("#simulations");
+                var fresh = holder.querySelector("#" + panel.id);
                 if (!fresh) {
                     return;
                 }
@@ -37,6 +38,8 @@
     }
 
     document.addEventListener("DOMContentLoaded", function () {
-        schedule(document.getElementById("simulations"), PERIOD_MS);
+        PANELS.forEach(function (id) {
+            schedule(document.getElementById(id), PERIOD_MS);
+        });
     });
 })();

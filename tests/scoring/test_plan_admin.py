@@ -73,7 +73,7 @@ def test_the_search_runs_to_the_end_and_the_panel_shows_the_cheapest_plan(admin_
     )
     money = priced.total_comparisons * 6 / 3600 * 12
     page = admin_client.get(change_url(study)).content.decode()
-    assert 'src="/static/admin-yardstick/plan_search.js"' in page
+    assert 'src="/static/admin-yardstick/simulations.js"' in page  # it refreshes the search's panel too
     assert f'href="{view_url("plan_target", study)}"' in page
     panel = admin_client.get(view_url("plan_searches", study)).content.decode()
     assert "data-refresh-url" not in panel
