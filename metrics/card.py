@@ -391,6 +391,7 @@ def _procedure(card: Mapping) -> Section:
             )
         )
     )
+    blocks.extend(_exclusion_blocks(card))
     changed = list(dict.fromkeys(change["label"] for change in card.get("changes") or []))
     if changed:
         blocks.append(
@@ -762,6 +763,41 @@ def agreement_at(curve: Mapping, threshold: float) -> tuple[float | None, int]:
     if position >= len(thresholds):
         return None, 0
     return curve["agreement"][position], int(curve["pairs"][position])
+
+
+def _exclusion_blocks(card: Mapping) -> list:
+    """Annotators excluded by the researchers or a rule, and what their votes did to the scores (cards from
+    version 6; the public card gives counts, never who)."""
+    excluded = card.get("exclusions")
+    if not excluded or not excluded.get("annotators"):
+        return []
+    reasons = "; ".join(
+        f"{'a researcher' if reason == 'researcher' else 'rule ' + reason}: {count(row.get('annotators'))} "
+        f"annotator{'s' if row.get('annotators') != 1 else ''}, {count(row.get('votes_excluded'))} votes"
+        for reason, row in sorted((excluded.get("by_reason") or {}).items())
+    )
+    rows = [
+        ("Annotators excluded", count(excluded["annotators"])),
+        (
+            "Their votes in the closed ballots",
+            f"{count(excluded.get('votes_excluded'))} of {count(excluded.get('votes_closed'))}",
+        ),
+        ("Their open-ballot votes set aside at the exclusion", count(excluded.get("votes_set_aside"))),
+        ("By whom", reasons or NOT_MEASURED),
+        (
+            "ρ and τ between the scores with and without them",
+            f"{number(excluded.get('spearman_with_without'))}, {number(excluded.get('kendall_with_without'))}",
+        ),
+        ("Items no longer measured without them", count(excluded.get("unmeasured_without"))),
+    ]
+    return [
+        Paragraph(
+            "Excluded annotators. Closed ballots are not re-run: the scores above use every vote of the design as it "
+            "was collected. The same ballots scored without the excluded annotators' votes (Lombardo et al. Eq. 1, 6 "
+            "and 5, the design held fixed) are in the results and in without-excluded.csv; here is how far they move."
+        ),
+        Facts(tuple(rows)),
+    ]
 
 
 def _fragility_blocks(card: Mapping) -> list:

@@ -38,6 +38,7 @@ from metrics.metrology import (
     split_half_reliability,
 )
 from metrics.selectors import current_scores, finished_replications, study_votes
+from scoring.exclusion import scores_without_excluded
 from scoring.fragility import VoteTable, removals_to_change
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
@@ -125,7 +126,10 @@ def _card_depends_on(study: Study) -> str:
         for other in sorted(finished_replications(study=study), key=lambda other: other.pk)
     )
     # The trail is insert-only: its last row says whether a setting changed since the card was made.
-    return depends_on + f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
+    depends_on += f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
+    # So is the exclusion log, apart from a readmission, which sets lifted_at.
+    exclusions = study.exclusions.aggregate(last=Max("pk"), lifted=Max("lifted_at"))
+    return depends_on + f"|exclusions:{exclusions['last']}@{exclusions['lifted']}"
 
 
 def card_refresh_on_finish(sender, instance: Study, update_fields=None, **kwargs) -> None:
@@ -228,7 +232,7 @@ def _compute_card(study: Study) -> dict:
     }
     if not votes.ballots:
         card["precision"] = card["repeatability"] = card["resolution"] = card["chance"] = None
-        card["fragility"] = None
+        card["fragility"] = card["exclusions"] = None
         card["reproducibility"] = []
         card["areas"] = _area_figures(study, every_vote, np.full(item_count, np.nan), None)
         return card
@@ -295,7 +299,19 @@ def _compute_card(study: Study) -> dict:
     card["reproducibility"] = _reproducibility_entries(study, score, precision["sd"])
     card["areas"] = _area_figures(study, every_vote, score, precision["sd"])
     card["fragility"] = _fragility(study, votes)
+    card["exclusions"] = _exclusions(study)
     return card
+
+
+def _exclusions(study: Study) -> dict | None:
+    """The excluded annotators' effect on the scores (``scoring.exclusion``): counts and agreement only,
+    never who, since the card is public."""
+    scores = scores_without_excluded(study=study)
+    if scores is None:
+        return None
+    summary = scores.as_dict()
+    summary["annotators"] = len(summary["annotators"])
+    return summary
 
 
 def _area_figures(study: Study, every_vote, score: np.ndarray, sd: np.ndarray | None) -> dict:

@@ -440,6 +440,12 @@ class CardSerializer(serializers.Serializer):
     reproducibility = serializers.ListField(
         child=serializers.DictField(), help_text="Agreement with each finished replication of the same items."
     )
+    exclusions = serializers.DictField(
+        allow_null=True,
+        required=False,
+        help_text="Annotators excluded (a count, never who), their votes, by rule or researcher, and ρ and τ between "
+        "the scores with and without them over the same ballots (from card version 6); null without exclusions.",
+    )
     fragility = serializers.DictField(
         allow_null=True,
         required=False,

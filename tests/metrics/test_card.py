@@ -399,3 +399,32 @@ def test_the_card_says_how_few_votes_change_the_top_item_and_the_top_k_set(finis
         f"- **Votes whose removal changes the top item**: at most {count(first['votes'])} of 168 votes "
         f"({percent(first['share'], 3)})" in markdown
     )
+
+
+# --- excluded annotators ---------------------------------------------------------------------------
+
+
+def test_the_card_reports_an_exclusion_by_counts_and_never_says_who(client):
+    from collection.exclusion import annotator_exclude
+    from collection.models import Annotator
+    from scoring.exclusion import scores_without_excluded
+
+    study = finish(make_study(tokens=8, ballot_count=2, appearances=8, seed=3), prefix="ex")
+    assert instrument_card(study=study)["exclusions"] is None
+    careless = Annotator.objects.filter(study=study).order_by("pk").first()
+    annotator_exclude(annotator=careless, reason="clicked at random", rule="")
+
+    card = instrument_card(study=study)  # the exclusion log is part of what the cached card depends on
+    excluded = card["exclusions"]
+    expected = scores_without_excluded(study=study)
+    assert excluded["annotators"] == 1
+    assert excluded["votes_excluded"] == expected.votes_excluded == careless.votes.count()
+    assert excluded["votes_closed"] == 168
+    assert excluded["by_reason"] == {
+        "researcher": {"annotators": 1, "votes_excluded": careless.votes.count(), "votes_set_aside": 0}
+    }
+    markdown = card_markdown(card, item_labels=labels_of(study))
+    assert f"- **Their votes in the closed ballots**: {careless.votes.count()} of 168" in markdown
+    page = client.get(reverse("metrics:card", args=[study.slug])).content.decode()
+    assert "Annotators excluded" in page
+    assert careless.participant_id not in page and "clicked at random" not in page
