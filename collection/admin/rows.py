@@ -3,11 +3,15 @@ study changes. They change through the protocol, never by hand."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from collection.admin.display import ReadOnlyAdmin, progress_bar
+from collection.exclusion import annotator_exclude, annotator_readmit
 from collection.models import (
     Annotator,
     Ballot,
@@ -20,6 +24,16 @@ from collection.models import (
     Vote,
 )
 from collection.selectors import areas_with_totals
+from common.errors import ServiceError
+from common.numbers import counted
+
+
+class ExclusionReasonForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        max_length=1000,
+        help_text="Kept in the exclusion log with your name and the time.",
+    )
 
 
 class AreaFilter(admin.SimpleListFilter):
@@ -149,6 +163,49 @@ class AnnotatorAdmin(ReadOnlyAdmin):
     list_filter = ("study", ("excluded_at", admin.EmptyFieldListFilter))
     search_fields = ("participant_id", "user__username")
     list_select_related = ("study", "user")
+    actions = ["exclude_selected", "readmit_selected"]
+
+    # Excluding and readmitting go through collection.exclusion, as the staff API does, with the reason a
+    # page asks for first (the log keeps it); the annotators' rows themselves stay read-only.
+    @admin.action(description="Exclude the selected annotators (asks for the reason)")
+    def exclude_selected(self, request, queryset):
+        return self._with_reason(request, queryset, "exclude")
+
+    @admin.action(description="Readmit the selected annotators (asks for the reason)")
+    def readmit_selected(self, request, queryset):
+        return self._with_reason(request, queryset, "readmit")
+
+    def _with_reason(self, request, queryset, what: str):
+        if not request.user.is_staff:
+            raise PermissionDenied
+        form = ExclusionReasonForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            reason, done, problems = form.cleaned_data["reason"], 0, []
+            for annotator in queryset.select_related("study"):  # the researcher's selection, a page at most
+                try:
+                    if what == "exclude":
+                        done += annotator_exclude(annotator=annotator, reason=reason, by=request.user).created
+                    else:
+                        annotator_readmit(annotator=annotator, by=request.user, reason=reason)
+                        done += 1
+                except ServiceError as error:
+                    problems.append(f"{annotator}: {error}")
+            verb = "excluded" if what == "exclude" else "readmitted"
+            self.message_user(request, f"{counted(done, 'annotator')} {verb}.", messages.SUCCESS)
+            for problem in problems:
+                self.message_user(request, problem, messages.ERROR)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Exclude annotators" if what == "exclude" else "Readmit annotators",
+            "what": what,
+            "annotators": queryset,
+            "form": form,
+            "action": request.POST.get("action", ""),
+            "opts": self.model._meta,
+            "selected": request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME),
+        }
+        return TemplateResponse(request, "admin/collection/annotator/exclusion_reason.html", context)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(vote_total=Count("votes"))

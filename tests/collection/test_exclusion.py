@@ -319,3 +319,48 @@ def test_staff_exclude_list_and_readmit_through_the_api(researcher):
     )
     assert wrong.status_code == 404
     assert Exclusion.objects.filter(annotator=stranger).count() == 0
+
+
+# --- the admin's actions -------------------------------------------------------------------------
+
+
+def test_the_admin_excludes_the_selected_annotators_with_the_reason_it_asks_for_then_readmits(admin_client):
+    from django.urls import reverse
+
+    from collection.models import Exclusion
+
+    study = make_study()
+    careless, careful = annotators(study, 2)
+    url = reverse("admin:collection_annotator_changelist")
+    chosen = {"action": "exclude_selected", "_selected_action": [careless.pk]}
+
+    asked = admin_client.post(url, chosen)  # first the page that asks why
+    assert asked.status_code == 200 and 'id="exclusion-reason-form"' in asked.content.decode()
+    assert not Exclusion.objects.exists()
+    blank = admin_client.post(url, {**chosen, "apply": "1", "reason": "  "})
+    assert blank.status_code == 200 and "This field is required." in blank.content.decode()
+    assert not Exclusion.objects.exists()
+
+    done = admin_client.post(url, {**chosen, "apply": "1", "reason": "answered in 300 ms throughout"})
+    assert done.status_code == 302
+    (exclusion,) = Exclusion.objects.all()
+    assert (exclusion.annotator_id, exclusion.reason, exclusion.username, exclusion.rule) == (
+        careless.pk,
+        "answered in 300 ms throughout",
+        "admin",
+        "",
+    )
+    assert comparison_next_for(annotator=Annotator.objects.get(pk=careless.pk)).reason == NextReason.EXCLUDED
+    assert comparison_next_for(annotator=careful).assignment is not None  # not selected: untouched
+
+    admin_client.post(
+        url,
+        {
+            "action": "readmit_selected",
+            "_selected_action": [careless.pk],
+            "apply": "1",
+            "reason": "a mistake",
+        },
+    )
+    exclusion.refresh_from_db()
+    assert exclusion.lifted_at is not None and exclusion.lift_reason == "a mistake"
