@@ -140,3 +140,47 @@ def eager_tasks():
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
     yield
     app.conf.task_always_eager, app.conf.task_eager_propagates = previous
+
+
+BALLOT_WAIT_SECONDS = 60
+
+
+def vote_until_finished_by_the_worker(study, voters, worker_log) -> int:
+    """Round-robin votes (the lower item index wins) until the study finishes, waiting for the real
+    worker to close each fully voted ballot; returns how many times it waited for the worker."""
+    from collection.models import Study
+    from collection.voting import comparison_next_for, vote_record
+
+    index_of = dict(study.items.values_list("id", "index"))
+    waited_for_worker = 0
+    while study.status != Study.Status.FINISHED:
+        ballots_before_pass = study.ballots.count()
+        cast = 0
+        for annotator in voters:
+            result = comparison_next_for(annotator=annotator)
+            if result.assignment is None:
+                continue
+            comparison = result.assignment.comparison
+            better_left = index_of[comparison.left_item_id] < index_of[comparison.right_item_id]
+            vote_record(
+                annotator=annotator,
+                assignment_id=result.assignment.pk,
+                choice="left" if better_left else "right",
+            )
+            cast += 1
+        study.refresh_from_db()
+        if cast == 0 and study.status != Study.Status.FINISHED:
+            # The open ballot is fully voted: only the worker can close it and open the next one
+            # (it may have done so already, since this pass began).
+            deadline = time.monotonic() + BALLOT_WAIT_SECONDS
+            while study.ballots.count() == ballots_before_pass and study.status != Study.Status.FINISHED:
+                latest = study.ballots.order_by("-number").first()
+                assert time.monotonic() < deadline, (
+                    f"the worker did not close ballot {latest.number} ({latest.status}, {latest.votes_recorded} "
+                    f"of {latest.comparison_count} voted); its log ends with:\n"
+                    + worker_log.read_text()[-3000:]
+                )
+                time.sleep(0.2)
+                study.refresh_from_db()
+            waited_for_worker += 1
+    return waited_for_worker

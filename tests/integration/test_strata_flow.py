@@ -6,11 +6,11 @@ import time
 import pytest
 
 from collection.lifecycle import study_start
-from collection.models import Comparison, Study
+from collection.models import Comparison
 from collection.pools import items_generate, tokens_import
 from collection.studies import study_create
-from collection.voting import comparison_next_for, vote_record
 from tests.factories import annotators, tokens_csv
+from tests.integration.conftest import vote_until_finished_by_the_worker
 
 pytestmark = pytest.mark.integration
 
@@ -33,33 +33,7 @@ def test_a_real_worker_runs_a_per_area_study_to_one_ranking_per_area(celery_work
     items_generate(study=study)
     study_start(study=study)
     study.refresh_from_db()
-    voters = annotators(study, 6)
-    index_of = dict(study.items.values_list("id", "index"))
-    while study.status != Study.Status.FINISHED:
-        ballots_before_pass = study.ballots.count()
-        cast = 0
-        for annotator in voters:
-            result = comparison_next_for(annotator=annotator)
-            if result.assignment is None:
-                continue
-            comparison = result.assignment.comparison
-            better_left = index_of[comparison.left_item_id] < index_of[comparison.right_item_id]
-            vote_record(
-                annotator=annotator,
-                assignment_id=result.assignment.pk,
-                choice="left" if better_left else "right",
-            )
-            cast += 1
-        study.refresh_from_db()
-        if cast == 0 and study.status != Study.Status.FINISHED:
-            deadline = time.monotonic() + BALLOT_WAIT_SECONDS
-            while study.ballots.count() == ballots_before_pass and study.status != Study.Status.FINISHED:
-                assert time.monotonic() < deadline, (
-                    "the worker did not close the ballot; its log ends with:\n"
-                    + celery_worker_process["log"].read_text()[-3000:]
-                )
-                time.sleep(0.2)
-                study.refresh_from_db()
+    vote_until_finished_by_the_worker(study, annotators(study, 6), celery_worker_process["log"])
     area = dict(study.items.values_list("id", "area__name"))
     # animals 15 → 8 → 4, tools 10 → 5 → 3: 30 + 20, 16 + 10, 8 + 6 comparisons.
     assert list(study.ballots.order_by("number").values_list("number", "status", "votes_recorded")) == [
