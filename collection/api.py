@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collection import exclusion, jobs, lifecycle, pools, selectors, studies, voting
-from collection.identity import annotator_of_assignment
+from collection.identity import annotator_of_assignment, remembered_annotators
 from collection.models import Annotator, Exclusion, Study, StudyChange, StudyJob
 from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
 from collection.serializers import (
@@ -418,15 +418,25 @@ ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, TokenAuthentication]
 ANNOTATOR_RENDERERS = [JSONRenderer]
 
 
-@method_decorator(ensure_csrf_cookie, name="dispatch")  # API clients get the token for their votes here
-class ComparisonNextView(APIView):
-    """For annotators: lease the next comparison of the open ballot, with both items and the progress."""
+class AnnotatorEndpoint(APIView):
+    """An annotators' endpoint: answers JSON whatever the Accept header says, without negotiating it
+    on each request (RFC 9110 §12.1 lets a server send its one representation)."""
 
     authentication_classes = ANNOTATOR_AUTHENTICATION
-    permission_classes = [AllowAny]  # the annotator is checked per study: consented_annotator()
     throttle_classes = ANNOTATOR_THROTTLES
-    throttle_scope = "next"
     renderer_classes = ANNOTATOR_RENDERERS
+    _renderer = JSONRenderer()
+
+    def perform_content_negotiation(self, request, force=False):
+        return self._renderer, self._renderer.media_type
+
+
+@method_decorator(ensure_csrf_cookie, name="dispatch")  # API clients get the token for their votes here
+class ComparisonNextView(AnnotatorEndpoint):
+    """For annotators: lease the next comparison of the open ballot, with both items and the progress."""
+
+    permission_classes = [AllowAny]  # the annotator is checked per study: consented_annotator()
+    throttle_scope = "next"
 
     @extend_schema(
         summary="Your next comparison (the one you hold while its lease runs)",
@@ -495,14 +505,11 @@ def next_comparison_body(study: Study, result: voting.NextResult) -> dict:
     }
 
 
-class VoteView(APIView):
+class VoteView(AnnotatorEndpoint):
     """For annotators: record the vote on an assignment, once; a retried request returns the same vote."""
 
-    authentication_classes = ANNOTATOR_AUTHENTICATION
     permission_classes = [AllowAny]  # the annotator is the one of the assignment's study, or 404
-    throttle_classes = ANNOTATOR_THROTTLES
     throttle_scope = "vote"
-    renderer_classes = ANNOTATOR_RENDERERS
 
     @extend_schema(
         summary="Vote on your assignment; the answer carries your next comparison",
@@ -535,14 +542,24 @@ class VoteView(APIView):
             serializer = VoteRequestSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             data = serializer.validated_data
-        annotator = self._annotator_of_assignment(request, data["assignment"])
-        # The vote commits, then the next lease runs in a transaction of its own.
-        vote, created, result = voting.vote_record_and_next(
-            annotator=annotator,
+        # The vote commits, then the next lease runs in a transaction of its own. A browser whose
+        # cookie names the assignment's holder votes in one statement; anyone else is found first.
+        judgement = voting.vote_record_and_next_by_owner(
+            owners=remembered_annotators(request),
             assignment_id=data["assignment"],
             choice=data["choice"],
             client_response_ms=data.get("client_response_ms"),
         )
+        if judgement is None:
+            annotator = self._annotator_of_assignment(request, data["assignment"])
+            vote, created, result = voting.vote_record_and_next(
+                annotator=annotator,
+                assignment_id=data["assignment"],
+                choice=data["choice"],
+                client_response_ms=data.get("client_response_ms"),
+            )
+        else:
+            annotator, vote, created, result = judgement
         body = {
             "vote": vote.pk,
             "assignment": vote.assignment_id,

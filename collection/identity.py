@@ -52,6 +52,11 @@ def _remembered(request) -> dict[str, int]:
     return remembered
 
 
+def remembered_annotators(request) -> dict[int, int]:
+    """The request's {study id: annotator id}, from its signed cookie (or its session before the cookie)."""
+    return {int(study): annotator for study, annotator in _remembered(request).items() if study.isdigit()}
+
+
 def annotator_key(request) -> str | None:
     """A stable key of the request's signed annotator cookie (for rate limits), or None without one."""
     remembered = _remembered(request)

@@ -660,7 +660,8 @@ class Comparison(models.Model):
         VOTED = "voted", "voted"
         CANCELLED = "cancelled", "cancelled"
 
-    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="comparisons")
+    # No index of its own: comparison_position_unique (ballot, position) serves lookups by ballot.
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="comparisons", db_index=False)
     position = models.PositiveIntegerField()
     left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
@@ -671,7 +672,16 @@ class Comparison(models.Model):
 
     class Meta:
         ordering = ["ballot", "position"]
-        indexes = [models.Index(fields=["ballot", "status", "position"], name="comparison_available")]
+        # The lease reads the first open comparison, and the first lapsed lease, by position. Partial
+        # indexes of exactly those rows: the planner prefers them at any fill of the ballot, where with
+        # statistics taken at the ballot's opening (every comparison open) it took the (ballot,
+        # position) index and read past every comparison already voted (BENCHMARKS.md, issue 9).
+        indexes = [
+            models.Index(fields=["ballot", "position"], condition=Q(status="open"), name="comparison_open"),
+            models.Index(
+                fields=["ballot", "position"], condition=Q(status="leased"), name="comparison_leased"
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["ballot", "position"], name="comparison_position_unique"),
             models.CheckConstraint(
@@ -800,7 +810,8 @@ class Vote(models.Model):
 
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="vote")
     comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE, related_name="vote")
-    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="votes")
+    # No index of its own: vote_annotator_ballot and vote_once_per_pair_per_annotator lead with it.
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="votes", db_index=False)
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="votes")
     left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")

@@ -22,6 +22,7 @@ from collection.exclusion import annotator_exclude
 from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import Annotator, Assignment, Ballot, CheckAnswer, Comparison, Study, Vote
 from collection.selectors import AnnotatorProgress
+from collection.study_cache import study_at_version
 from common.errors import ServiceError
 from common.prepared import PreparedStatement
 
@@ -198,8 +199,9 @@ def _lock_annotator(annotator: Annotator) -> bool:
 # INSERT of the new assignment waits for "released" and "ended" through its filter, so the leases it
 # replaces are no longer active when the partial unique indexes check it. The comparison to give is a
 # lapsed lease if there is one, else the first open one by position: each is one index-ordered scan of
-# comparison_available (ballot, status, position), so the lease costs the same in a full ballot as in
-# an empty one; one scan with "open OR lapsed" filtered out every voted row before it (BENCHMARKS.md).
+# the partial index of open comparisons (comparison_open) or of leased ones (comparison_leased), so the
+# lease costs the same in a full ballot as in an empty one; a scan of (ballot, position) filtered on
+# status read every voted row before it (BENCHMARKS.md).
 _LEASE_SQL = """
 WITH me AS (  -- an exclusion committed after the request read the annotator: no ballot, no lease
     SELECT an.excluded_at IS NOT NULL AS excluded FROM collection_annotator an WHERE an.id = %(annotator)s
@@ -732,13 +734,17 @@ def vote_record(
     if choice not in Vote.Choice.values:
         raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
     if connection.vendor == "postgresql":
-        return _vote_in_one_statement(
-            annotator=annotator,
+        recorded = _vote_in_one_statement(
+            owners={annotator.study_id: annotator.pk},
             assignment_id=assignment_id,
             choice=choice,
             client_response_ms=_client_response_ms(client_response_ms),
             now=now,
+            annotator=annotator,
         )
+        if recorded is None:
+            raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+        return recorded[1:]
     return _vote_step_by_step(
         annotator=annotator,
         assignment_id=assignment_id,
@@ -754,21 +760,29 @@ def _tie_refused(annotator: Annotator, choice: str) -> bool:
 
 TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
 
-# The assignment is locked first (a retry of the same vote waits here, then sees it voted); the
-# comparison is taken by the conditional UPDATE, whose row decides; the vote, the assignment and, last,
-# the ballot's counter follow from that row.
+# The assignment is locked first (a retry of the same vote waits here, then sees it voted), if it is
+# held by one of the annotators the caller names, each with their study (the signed cookie's pairs, or
+# the one annotator a caller already knows); the comparison is taken by the conditional UPDATE, whose
+# row decides; the vote, the assignment and, last, the ballot's counter follow from that row. The
+# holder's study and exclusion come back with it, so that a vote needs no statement to learn who cast it.
 _VOTE_SQL = """
 WITH target AS (
-    SELECT a.id, a.status, a.issued_at, a.expires_at, a.comparison_id, a.ballot_id, a.quality_check_id
+    SELECT a.id, a.status, a.issued_at, a.expires_at, a.comparison_id, a.ballot_id, a.quality_check_id,
+           a.annotator_id, an.study_id, an.excluded_at
     FROM collection_assignment a
-    WHERE a.id = %(assignment)s AND a.annotator_id = %(annotator)s
-    FOR UPDATE
+    JOIN collection_annotator an ON an.id = a.annotator_id
+    JOIN unnest(%(studies)s, %(annotators)s) AS owner(study_id, annotator_id)
+      ON owner.annotator_id = a.annotator_id AND owner.study_id = an.study_id
+    WHERE a.id = %(assignment)s
+    FOR UPDATE OF a
 ),
 state AS (
-    SELECT t.*, b.status = 'open' AS ballot_open, b.number AS ballot_number,
-           (t.status = 'active' AND b.status = 'open' AND t.expires_at > %(now)s AND %(allowed)s) AS may_vote
+    SELECT t.*, b.status = 'open' AS ballot_open, b.number AS ballot_number, st.settings_version,
+           (t.status = 'active' AND b.status = 'open' AND t.expires_at > %(now)s AND t.excluded_at IS NULL
+            AND (%(choice)s <> 'tie' OR st.allow_ties)) AS may_vote
     FROM target t
     JOIN collection_ballot b ON b.id = t.ballot_id
+    JOIN collection_study st ON st.id = t.study_id
 ),
 taken AS (
     UPDATE collection_comparison c SET status = 'voted', lease_expires_at = NULL
@@ -780,7 +794,7 @@ vote AS (
     INSERT INTO collection_vote (assignment_id, comparison_id, annotator_id, ballot_id, left_item_id,
                                  right_item_id, pair_low, pair_high, choice, response_ms,
                                  client_response_ms, created_at)
-    SELECT s.id, t.id, %(annotator)s, t.ballot_id, t.left_item_id, t.right_item_id, t.pair_low,
+    SELECT s.id, t.id, s.annotator_id, t.ballot_id, t.left_item_id, t.right_item_id, t.pair_low,
            t.pair_high, %(choice)s,
            GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%(now)s - s.issued_at)) * 1000))::integer,
            %(client_ms)s::integer, %(now)s
@@ -800,7 +814,8 @@ counter AS (
     WHERE b.id = vote.ballot_id
     RETURNING b.votes_recorded, b.comparison_count
 )
-SELECT s.status, s.ballot_open, s.ballot_number, s.expires_at <= %(now)s, s.ballot_id,
+SELECT s.annotator_id, s.study_id, s.excluded_at, s.settings_version,
+       s.status, s.ballot_open, s.ballot_number, s.expires_at <= %(now)s, s.ballot_id,
        (SELECT count(*) FROM marked), counter.votes_recorded, counter.comparison_count, s.quality_check_id,
        vote.*
 FROM state s
@@ -827,25 +842,62 @@ VOTE_STATEMENT = PreparedStatement(
     _VOTE_SQL,
     {
         "assignment": "bigint",
-        "annotator": "bigint",
+        "studies": "bigint[]",
+        "annotators": "bigint[]",
         "now": "timestamptz",
-        "allowed": "boolean",
         "choice": "text",
         "client_ms": "integer",
     },
 )
 
 _VOTE_ATTNAMES = [field.attname for field in Vote._meta.concrete_fields]
+_OWNER_ATTNAMES = ["id", "study_id", "excluded_at"]
+
+
+def vote_record_by_owner(
+    *,
+    owners: dict[int, int],
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None = None,
+    now: datetime | None = None,
+) -> tuple[Annotator, Vote | CheckAnswer, bool] | None:
+    """PostgreSQL: record the vote of whichever of ``owners`` ({study id: annotator id}, the signed
+    cookie's) holds the assignment; returns (annotator, vote, created), or None when none of them holds
+    it (then nothing was written, and the caller finds the request's annotator another way).
+
+    The vote's own statement finds the holder, with their study's settings version and exclusion, so
+    a vote from a browser whose cookie names its annotator is one statement; the annotator comes back
+    with ``study`` attached (``collection.study_cache``). Otherwise as ``vote_record``.
+    """
+    if connection.vendor != "postgresql" or not owners:
+        return None
+    now = now or timezone.now()
+    if choice not in Vote.Choice.values:
+        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    return _vote_in_one_statement(
+        owners=owners,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=_client_response_ms(client_response_ms),
+        now=now,
+    )
 
 
 def _vote_in_one_statement(
-    *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
-) -> tuple[Vote, bool]:
+    *,
+    owners: dict[int, int],
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None,
+    now: datetime,
+    annotator: Annotator | None = None,
+) -> tuple[Annotator, Vote | CheckAnswer, bool] | None:
     parameters = {
         "assignment": assignment_id,
-        "annotator": annotator.pk,
+        "studies": list(owners),
+        "annotators": list(owners.values()),
         "now": now,
-        "allowed": not _tie_refused(annotator, choice),
         "choice": choice,
         "client_ms": client_response_ms,
     }
@@ -853,15 +905,24 @@ def _vote_in_one_statement(
         VOTE_STATEMENT.execute(cursor, parameters)
         row = cursor.fetchone()
     if row is None:
-        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
-    status, ballot_open, ballot_number, expired, ballot_id, _marked, recorded, comparison_count = row[:8]
-    check_id = row[8]
-    vote_values = row[9:]
+        return None
+    owner_id, study_id, excluded_at, version = row[:4]
+    if annotator is None:
+        annotator = Annotator.from_db(connection.alias, _OWNER_ATTNAMES, [owner_id, study_id, excluded_at])
+        study = study_at_version(study_id, version)
+        if study is None:  # deleted since the statement: as if the assignment were nobody's
+            return None
+        annotator.study = study
+    status, ballot_open, ballot_number, expired, ballot_id, _marked, recorded, comparison_count = row[4:12]
+    check_id = row[12]
+    vote_values = row[13:]
     if vote_values[0] is None:
+        if excluded_at is not None:  # first: an excluded annotator's votes in the open ballot are set aside
+            raise ServiceError(EXCLUDED_MESSAGE, status=403)
         if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
-            return Vote.objects.get(assignment_id=assignment_id), False
+            return annotator, Vote.objects.get(assignment_id=assignment_id), False
         if check_id is not None:  # a check's assignment: its answer, never a vote
-            return _vote_not_taken(
+            return annotator, *_vote_not_taken(
                 annotator=annotator,
                 assignment_id=assignment_id,
                 choice=choice,
@@ -873,12 +934,12 @@ def _vote_in_one_statement(
         raise _vote_refused(
             status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired
         )
-    values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=annotator.pk)
+    values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=owner_id)
     vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
     vote.annotator = annotator
     if recorded >= comparison_count:
         ballot_close_request(ballot_id=ballot_id)
-    return vote, True
+    return annotator, vote, True
 
 
 # Why a vote that took no row was refused: the assignment as its owner sees it, with its ballot.
@@ -1066,3 +1127,27 @@ def vote_record_and_next(
         now=now,
     )
     return vote, created, comparison_next_for(annotator=annotator, now=now)
+
+
+def vote_record_and_next_by_owner(
+    *,
+    owners: dict[int, int],
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None = None,
+    now: datetime | None = None,
+) -> tuple[Annotator, Vote | CheckAnswer, bool, NextResult] | None:
+    """``vote_record_and_next`` for whichever of ``owners`` ({study id: annotator id}) holds the
+    assignment (``vote_record_by_owner``); returns (annotator, vote, created, next), or None, with nothing
+    written, when none of them holds it or the database is not PostgreSQL."""
+    recorded = vote_record_by_owner(
+        owners=owners,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+    )
+    if recorded is None:
+        return None
+    annotator, vote, created = recorded
+    return annotator, vote, created, comparison_next_for(annotator=annotator, now=now)

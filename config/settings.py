@@ -63,7 +63,7 @@ MIDDLEWARE = [
     "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
     "common.throttling.LoginLockoutMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (CONTENT_SECURITY_POLICY below)
+    "common.csp.CSPMiddleware",  # Content-Security-Policy (CONTENT_SECURITY_POLICY below), built once
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ from gunicorn; no CDN, no extra server
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

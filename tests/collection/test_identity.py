@@ -113,3 +113,84 @@ def test_a_browser_that_joined_before_the_cookie_is_found_through_its_session_th
     assert next_of(client, study).status_code == 200
     assert signing.loads(client.cookies[ANNOTATOR_COOKIE].value, salt=SALT) == {str(study.pk): annotator.pk}
     assert settings.SESSION_COOKIE_NAME in client.cookies  # the session stays, for the anonymous path
+
+
+def test_a_cookie_that_names_another_annotator_votes_on_nobody_elses_assignment():
+    # Two browsers in one study, and a third in another study whose annotator has the same place in
+    # its own cookie: none of them may vote on the first one's assignment, and nothing is written.
+    study, elsewhere = make_study(), make_study()
+    owner, stranger, outsider = Client(), Client(), Client()
+    join(owner, study, "owner")
+    join(stranger, study, "stranger")
+    join(outsider, elsewhere, "outsider")
+    assignment = next_of(owner, study).json()["assignment"]
+    next_of(stranger, study)
+    for client in (stranger, outsider):
+        refused = vote(client, assignment, "right")
+        assert (refused.status_code, refused.json()["detail"]) == (
+            404,
+            f"assignment {assignment} is not one of yours",
+        )
+    assert not Vote.objects.exists()
+    assert study.ballots.get(number=1).votes_recorded == 0
+    assert vote(owner, assignment, "left").status_code == 201
+    assert list(Vote.objects.values_list("annotator__participant_id", "choice")) == [("owner", "left")]
+
+
+def test_an_excluded_annotators_retry_of_a_recorded_vote_is_refused_too():
+    # The exclusion sets the open ballot's votes aside: a retry must not find (or answer with) them.
+    from collection.exclusion import annotator_exclude
+
+    study = make_study()
+    client = Client()
+    annotator = join(client, study, "retrying")
+    assignment = next_of(client, study).json()["assignment"]
+    assert vote(client, assignment, "left").status_code == 201
+    annotator_exclude(annotator=annotator, reason="speeding")
+    retried = vote(client, assignment, "left")
+    assert retried.status_code == 403 and "excluded from this study" in retried.json()["detail"]
+    assert not Vote.objects.exists()
+
+
+@pytest.mark.integration
+def test_on_postgresql_a_browsers_judgement_is_two_prepared_statements(postgres_required):
+    # The vote's statement finds the cookie's annotator itself: no statement to learn who votes.
+    study = make_study(votes_per_annotator_per_ballot=None)
+    client = Client()
+    join(client, study, "two-statements")
+    assignment = next_of(client, study).json()["assignment"]
+    # The first vote of a process reads the study's settings once (collection.study_cache).
+    assignment = vote(client, assignment, "right").json()["next"]["assignment"]
+    for choice in ("left", "right", "left"):
+        with CaptureQueriesContext(connection) as queries:
+            response = vote(client, assignment, choice)
+        assert response.status_code == 201
+        executed = [
+            q["sql"].split("(")[0] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
+        ]
+        assert executed == ["EXECUTE yardstick_vote", "EXECUTE yardstick_lease"]
+        assignment = response.json()["next"]["assignment"]
+    assert Vote.objects.filter(annotator__participant_id="two-statements").count() == 4
+
+
+def test_the_annotators_endpoints_answer_json_whatever_the_accept_header_asks():
+    study = make_study()
+    client = Client()
+    join(client, study, "html-accepting")
+    asked = client.get(f"/api/studies/{study.slug}/next/", HTTP_ACCEPT="text/html")
+    assert (asked.status_code, asked["Content-Type"]) == (200, "application/json")
+    token = client.cookies["csrftoken"].value
+    voted = client.post(
+        "/api/votes/", {"assignment": asked.json()["assignment"], "choice": "left"},
+        content_type="application/json", HTTP_X_CSRFTOKEN=token, HTTP_ACCEPT="text/html;q=1, */*;q=0",
+    )  # fmt: skip
+    assert (voted.status_code, voted["Content-Type"], voted.json()["choice"]) == (
+        201,
+        "application/json",
+        "left",
+    )
+    refused = client.post(
+        "/api/votes/", {"assignment": 987654, "choice": "left"}, content_type="application/json",
+        HTTP_X_CSRFTOKEN=token, HTTP_ACCEPT="text/html",
+    )  # fmt: skip
+    assert (refused.status_code, refused["Content-Type"]) == (404, "application/json")

@@ -1,11 +1,11 @@
 """SQL statements per judgement: the lease and the vote stay a few statements each (issue 9).
 
 The bounds are what the code does today (``benchmarks/count_vote_statements.py`` prints them): on
-PostgreSQL the lease is BEGIN, the annotator's lock, one statement and COMMIT, and the vote one
-statement; on SQLite (the embedded default) the lease is BEGIN, where the annotator stands, the first
+PostgreSQL the lease is one statement in autocommit, and the vote one statement that also finds the
+cookie's annotator; on SQLite (the embedded default) the lease is BEGIN, where the annotator stands, the first
 available comparison, its update, the assignment's insert and COMMIT (one more to end an expired
-lease it takes over), and the vote BEGIN, four conditional writes and COMMIT. A request adds the
-identity's reads (session, study, annotator).
+lease it takes over), and the vote BEGIN, four conditional writes and COMMIT. On SQLite a request adds
+the identity's read (the assignment's owner).
 """
 
 from datetime import timedelta
@@ -27,9 +27,10 @@ BOUNDS = {
     # both requests for every judgement (24 statements). On SQLite, before the raw statements of the
     # lease and the vote: 9 per lease, 7 per vote, 12 per GET next, 19 per POST vote. On PostgreSQL a
     # lease in a test is its statement within a savepoint (SAVEPOINT, EXECUTE, RELEASE); in a request
-    # it is the statement alone, and a judgement is three prepared statements (BENCHMARKS.md).
+    # it is the statement alone, and a browser's judgement is two prepared statements, the vote (which
+    # finds the cookie's annotator itself) and the lease, plus the study's row once per process.
     "sqlite": {"lease": 6, "expired lease": 7, "vote": 6, "GET next": 8, "POST vote": 14},
-    "postgresql": {"lease": 3, "expired lease": 3, "vote": 1, "GET next": 5, "POST vote": 6},
+    "postgresql": {"lease": 3, "expired lease": 3, "vote": 1, "GET next": 5, "POST vote": 5},
 }
 
 
