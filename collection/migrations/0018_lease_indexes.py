@@ -3,34 +3,75 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+# The tables every judgement writes are vacuumed and analyzed after 1% of their rows changed (plus a
+# thousand), not PostgreSQL's default 20%: a year of studies makes them large, and until vacuum comes
+# the lease's index scans step over the entries of comparisons already taken (BENCHMARKS.md, issue 9).
+HOT_TABLES = ("collection_comparison", "collection_assignment", "collection_vote")
+AUTOVACUUM = (
+    "autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, "
+    "autovacuum_analyze_scale_factor = 0.01, autovacuum_analyze_threshold = 1000"
+)
+AUTOVACUUM_NAMES = (
+    "autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold, "
+    "autovacuum_analyze_scale_factor, autovacuum_analyze_threshold"
+)
+
+
+def vacuum_often(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        for table in HOT_TABLES:
+            schema_editor.execute(f"ALTER TABLE {table} SET ({AUTOVACUUM})")
+
+
+def vacuum_as_default(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        for table in HOT_TABLES:
+            schema_editor.execute(f"ALTER TABLE {table} RESET ({AUTOVACUUM_NAMES})")
+
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collection', '0017_annotator_exclusions'),
+        ("collection", "0017_annotator_exclusions"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='comparison',
-            name='comparison_available',
+            model_name="comparison",
+            name="comparison_available",
         ),
         migrations.AlterField(
-            model_name='comparison',
-            name='ballot',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='comparisons', to='collection.ballot'),
+            model_name="comparison",
+            name="ballot",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="comparisons",
+                to="collection.ballot",
+            ),
         ),
         migrations.AlterField(
-            model_name='vote',
-            name='annotator',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='votes', to='collection.annotator'),
+            model_name="vote",
+            name="annotator",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="votes",
+                to="collection.annotator",
+            ),
         ),
         migrations.AddIndex(
-            model_name='comparison',
-            index=models.Index(condition=models.Q(('status', 'open')), fields=['ballot', 'position'], name='comparison_open'),
+            model_name="comparison",
+            index=models.Index(
+                condition=models.Q(("status", "open")), fields=["ballot", "position"], name="comparison_open"
+            ),
         ),
         migrations.AddIndex(
-            model_name='comparison',
-            index=models.Index(condition=models.Q(('status', 'leased')), fields=['ballot', 'position'], name='comparison_leased'),
+            model_name="comparison",
+            index=models.Index(
+                condition=models.Q(("status", "leased")),
+                fields=["ballot", "position"],
+                name="comparison_leased",
+            ),
         ),
+        migrations.RunPython(vacuum_often, vacuum_as_default),
     ]

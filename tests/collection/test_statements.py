@@ -115,3 +115,54 @@ def test_on_postgresql_a_lease_is_one_statement_and_a_vote_one_statement(postgre
     assert created and Vote.objects.get(pk=vote.pk).choice == "right"
     study.ballots.get(number=1).refresh_from_db()
     assert study.ballots.get(number=1).votes_recorded == 1
+
+
+@pytest.mark.integration
+def test_on_postgresql_the_tables_of_every_judgement_are_vacuumed_after_one_percent(postgres_required):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname IN"
+            " ('collection_comparison', 'collection_assignment', 'collection_vote') ORDER BY relname"
+        )
+        options = {name: sorted(values) for name, values in cursor.fetchall()}
+    expected = sorted(
+        [
+            "autovacuum_vacuum_scale_factor=0.01",
+            "autovacuum_vacuum_threshold=1000",
+            "autovacuum_analyze_scale_factor=0.01",
+            "autovacuum_analyze_threshold=1000",
+        ]
+    )
+    assert options == dict.fromkeys(["collection_assignment", "collection_comparison", "collection_vote"], expected)
+
+
+@pytest.mark.integration
+def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_statistics(postgres_required):
+    # Statistics from the ballot's opening say every comparison is open: the lease must still take the
+    # partial index of open comparisons, not the (ballot, position) one filtered on status, which reads
+    # past every comparison already voted.
+    study = make_study(tokens=10, votes_per_annotator_per_ballot=None)
+    (alice,) = annotators(study, 1)
+    ballot = study.ballots.get(number=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE collection_comparison")
+    Comparison.objects.filter(ballot=ballot, position__lt=ballot.comparison_count - 2).update(status="voted")
+    from collection.voting import _LEASE_SQL
+
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN " + _LEASE_SQL,
+            {
+                "study": study.pk,
+                "annotator": alice.pk,
+                "now": now,
+                "expires": now + timedelta(minutes=5),
+                "cap": None,
+                "commit_async": False,
+            },
+        )
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert "using comparison_open on collection_comparison" in plan
+    assert "using comparison_leased on collection_comparison" in plan
+    assert "comparison_position_unique" not in plan
