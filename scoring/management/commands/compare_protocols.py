@@ -120,6 +120,9 @@ class Command(BaseCommand):
                 )
         if not 1 <= options["max_budget"] <= MAX_BUDGET:
             raise CommandError(f"--max-budget must be from 1 to {MAX_BUDGET:,}, got {options['max_budget']}")
+        folder = Path(options["svg"]) if options["svg"] else None
+        if folder is not None and not folder.is_dir():
+            raise CommandError(f"--svg: {folder} is not a folder")
         item_count = options["items"]
         ballots, alpha, appearances = options["ballots"], options["keep_fraction"], options["appearances"]
         if options["study"] is not None:
@@ -205,9 +208,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         result["parameters"]["distribution"] = options["distribution"]
         if options["svg"]:
-            folder = Path(options["svg"])
-            if not folder.is_dir():
-                raise CommandError(f"--svg: {folder} is not a folder")
             stem = f"protocols-{options['distribution'].replace('_', '-')}"
             for name, svg in comparison_svgs(result, distribution=options["distribution"]).items():
                 (folder / f"{stem}-{name}.svg").write_text(svg + "\n", encoding="utf-8")
