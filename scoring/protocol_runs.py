@@ -200,7 +200,8 @@ def _figure_rows(figures: dict, top_ks: Sequence[int]) -> list[str]:
 
 def comparison_svgs(result: dict, *, distribution: str = "") -> dict[str, str]:
     """SVG figures: ``at-budget`` (each measure's mean and 10th-90th percentiles per protocol) and, with
-    a sweep, ``by-budget`` (ρ_w and top-K recall against N_comp). Keys are file-name stems."""
+    a sweep, ``by-budget-rho-w`` and ``by-budget-recall-K`` (the mean against N_comp). Keys are
+    file-name stems."""
     p = result["parameters"]
     where = f"{p['item_count']:,} items" + (f", {distribution}" if distribution else "")
     keys = ["rho_w", "tau_w"] + [f"recall@{k}" for k in p["top_ks"]]
@@ -223,31 +224,30 @@ def comparison_svgs(result: dict, *, distribution: str = "") -> dict[str, str]:
             x_label=f"mean (dot) and 10th-90th percentile (bar) over {p['repetitions']} repetitions",
             rows=rows,
             x_limits=(0.0, 1.0),
+            interval_label="mean and 10th-90th percentile",
+            group_legend=False,
         )
     }
     if result["sweep"]:
         budgets = [p["budget"]] + [entry["budget"] for entry in result["sweep"]]
         by_budget = [result["at_budget"]] + [entry["figures"] for entry in result["sweep"]]
         order = sorted(range(len(budgets)), key=budgets.__getitem__)
-        middle = p["top_ks"][len(p["top_ks"]) // 2] if p["top_ks"] else None
-        plotted = ["rho_w"] + ([f"recall@{middle}"] if middle else [])
-        series = []
-        for key, radius in zip(plotted, (4.0, 2.5), strict=False):
-            for protocol in PROTOCOLS:
-                series.append(
-                    Series(
-                        label=f"{measure_label(key)}, {protocol}",
-                        x=[budgets[i] / 1000 for i in order],
-                        y=[by_budget[i][protocol][key]["mean"] for i in order],
-                        color=COLORS[protocol],
-                        radius=radius,
-                    )
+        for key in ["rho_w"] + [f"recall@{k}" for k in p["top_ks"]]:
+            series = [
+                Series(
+                    label=protocol,
+                    x=[budgets[i] / 1000 for i in order],
+                    y=[by_budget[i][protocol][key]["mean"] for i in order],
+                    color=COLORS[protocol],
+                    radius=4.0,
                 )
-        figures["by-budget"] = scatter_svg(
-            title=f"Measures against budget ({where})",
-            x_label="N_comp, thousands of comparisons (the same for the three protocols)",
-            y_label="mean over repetitions",
-            series=series,
-            y_limits=(0.0, 1.0),
-        )
+                for protocol in PROTOCOLS
+            ]
+            figures[f"by-budget-{key.replace('@', '-').replace('_', '-')}"] = scatter_svg(
+                title=f"{measure_label(key)} against budget ({where})",
+                x_label="N_comp, thousands of comparisons (the same for the three protocols)",
+                y_label=f"mean {measure_label(key)} over {p['repetitions']} repetitions",
+                series=series,
+                y_limits=(0.0, 1.0),
+            )
     return figures

@@ -208,7 +208,12 @@ def test_the_command_writes_the_svg_figures(tmp_path):
         "--items", "100", "--appearances", "8", "--repetitions", "2", "--sweep", "12", "--svg", str(tmp_path)
     )
     names = sorted(path.name for path in tmp_path.iterdir())
-    assert names == ["protocols-exponential-at-budget.svg", "protocols-exponential-by-budget.svg"]
+    assert names == [
+        "protocols-exponential-at-budget.svg",
+        "protocols-exponential-by-budget-recall-10.svg",
+        "protocols-exponential-by-budget-recall-50.svg",
+        "protocols-exponential-by-budget-rho-w.svg",
+    ]
     for path in tmp_path.iterdir():
         root = ET.fromstring(path.read_text(encoding="utf-8"))
         assert root.tag.endswith("svg")
