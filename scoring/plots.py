@@ -333,9 +333,14 @@ def intervals_svg(
     reference_label: str = "",
     x_limits: tuple[float, float] | None = None,
     width: int = WIDTH,
+    interval_label: str = "value and 95% interval",
+    group_legend: bool = True,
 ) -> str:
     """Each row's value (a dot) with its interval (a bar), one row under the other, as an SVG document
     (the interval plot of Chatbot Arena's leaderboard).
+
+    ``interval_label`` names the dot and bar in the legend; ``group_legend=False`` leaves the shaded
+    band out of the legend (for plots whose rows are never grouped).
 
     Consecutive rows with the same ``group`` that are more than one are drawn on one shaded band,
     labelled "cannot be told apart". A row's ``reference`` (a chance level, say) is a grey tick, named
@@ -448,7 +453,7 @@ def intervals_svg(
         f'<line x1="{left + 14}" y1="{legend_y}" x2="{left + 40}" y2="{legend_y}" stroke="{PALETTE[0]}" '
         'stroke-width="3"/>'
     )
-    out.append(_text(left + 46, legend_y + 4, "value and 95% interval"))
+    out.append(_text(left + 46, legend_y + 4, interval_label))
     if reference_label:
         x = left + 220
         out.append(
@@ -456,10 +461,11 @@ def intervals_svg(
             'stroke-width="2"/>'
         )
         out.append(_text(x + 8, legend_y + 4, reference_label))
-    out.append(
-        f'<rect x="{left + 420}" y="{legend_y - 7}" width="22" height="14" rx="3" fill="{GROUP_FILL}"/>'
-    )
-    out.append(_text(left + 448, legend_y + 4, "cannot be told apart"))
+    if group_legend:
+        out.append(
+            f'<rect x="{left + 420}" y="{legend_y - 7}" width="22" height="14" rx="3" fill="{GROUP_FILL}"/>'
+        )
+        out.append(_text(left + 448, legend_y + 4, "cannot be told apart"))
     out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)

@@ -19,6 +19,8 @@ PURE_MODULES = [
     "scoring/quality.py",
     "scoring/fragility.py",
     "scoring/plan_search.py",
+    "scoring/elimination.py",
+    "scoring/protocol_comparison.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",
