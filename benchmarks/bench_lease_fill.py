@@ -90,7 +90,10 @@ def main() -> None:
 
     print(f"machine: {machine()}")
     print(f"ballot of {ballot.comparison_count} comparisons; median of {args.runs} leases at each fill")
-    print("statistics: " + ("the ballot's opening only" if args.stale_statistics else "VACUUM ANALYZE at each fill"))
+    print(
+        "statistics: "
+        + ("the ballot's opening only" if args.stale_statistics else "VACUUM ANALYZE at each fill")
+    )
     baseline = None
     for fill in FILLS:
         voted = int(fill * ballot.comparison_count)

@@ -133,7 +133,9 @@ def test_on_postgresql_the_tables_of_every_judgement_are_vacuumed_after_one_perc
             "autovacuum_analyze_threshold=1000",
         ]
     )
-    assert options == dict.fromkeys(["collection_assignment", "collection_comparison", "collection_vote"], expected)
+    assert options == dict.fromkeys(
+        ["collection_assignment", "collection_comparison", "collection_vote"], expected
+    )
 
 
 @pytest.mark.integration
