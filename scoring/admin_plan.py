@@ -12,17 +12,10 @@ from collection.models import Study, StudyChange
 from common.errors import ServiceError
 from scoring.models import PlanSearch
 from scoring.plan_forms import PlanApplyForm, PlanTargetForm
+from scoring.plan_search import LABELS
 from scoring.planning import plan_search_apply, plan_search_request
 
 PLAN_SEARCHES_SHOWN = 3
-MEASURE_LABELS = {
-    "rho_w": "ρ_w",
-    "tau_w": "τ_w",
-    "rho": "ρ",
-    "tau": "τ",
-    "recall": "top-{k} recall",
-    "precision": "P@{k}",
-}
 
 
 def _number(value, digits: int = 3) -> str:
@@ -38,9 +31,7 @@ def plan_search_view_model(search: PlanSearch) -> dict:
     result = search.result if search.status == PlanSearch.Status.DONE else None
     target = search.parameters.get("target", {})
     key = target.get("measure", "")
-    shown["target"] = (
-        MEASURE_LABELS.get(key, key).format(k=target.get("k")) + f" ≥ {target.get('threshold', 0):g}"
-    )
+    shown["target"] = LABELS.get(key, key).format(k=target.get("k")) + f" ≥ {target.get('threshold', 0):g}"
     if not result:
         return shown
     shown["target"] = result["target"]["text"]
@@ -77,7 +68,7 @@ def plan_search_view_model(search: PlanSearch) -> dict:
         rows.append(
             {
                 "key": figure["key"],
-                "label": MEASURE_LABELS[name].format(k=k),
+                "label": LABELS[name].format(k=k),
                 "mean_sd": f"{_number(figure['mean'])} ± {_number(figure['sd'])}",
                 "percentiles": f"{_number(figure['p10'])} – {_number(figure['p90'])}",
             }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from collection import limits
+from scoring.forms import DISTRIBUTION_LABELS
 from scoring.plan_search import parse_target
 from scoring.planning import DEFAULT_NOISE, DEFAULT_REPETITIONS, MAX_REPETITIONS
 from scoring.simulation import DISTRIBUTIONS
@@ -14,11 +15,6 @@ REACH_CHOICES = (
     ("0.1", "in 9 repetitions of 10 (the 10th percentile)"),
     ("0.05", "in 19 repetitions of 20 (the 5th percentile)"),
 )
-DISTRIBUTION_LABELS = {
-    "exponential": "exponential similarities (§4.1)",
-    "power_law": "power-law similarities (§4.1)",
-    "file": "the paper's 990 embedding similarities (needs exactly 990 items)",
-}
 
 
 class PlanTargetForm(forms.Form):

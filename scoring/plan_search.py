@@ -81,6 +81,14 @@ LABELS = {
     "recall": "top-{k} recall",
     "precision": "P@{k}",
 }
+
+
+def measure_label(key: str) -> str:
+    """The printed name of a measure's key: ``rho_w``, or ``recall@50`` (top-50 recall)."""
+    name, _, k = key.partition("@")
+    return LABELS[name].format(k=k)
+
+
 _ALIASES = {"ρ_w": "rho_w", "τ_w": "tau_w", "ρ": "rho", "τ": "tau", "p": "precision", "r": "recall"}
 _TARGET = re.compile(
     r"^\s*(?P<measure>[a-zρτ_]+)\s*(?:@\s*(?P<k>\d+))?\s*(?:>=|≥)\s*(?P<threshold>[-+]?\d*\.?\d+)\s*$",

@@ -9,27 +9,14 @@ from pathlib import Path
 
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.plan import appearances_for_budget, ballot_sizes
-from scoring.plan_search import Target
+from scoring.plan_search import Target, measure_label
 from scoring.plots import PALETTE, Interval, Series, intervals_svg, scatter_svg
 from scoring.protocol_comparison import PROTOCOLS, Protocols, budget_to_reach, compare_at_budget
 from scoring.simulation import SimulationConfig, underlying_similarity
 
 ProgressCallback = Callable[[int, int], None]
 
-LABELS = {
-    "rho_w": "ρ_w",
-    "tau_w": "τ_w",
-    "rho": "ρ",
-    "tau": "τ",
-    "recall": "top-{k} recall",
-    "precision": "P@{k}",
-}
 COLORS = {"uniform": PALETTE[6], "adaptive": PALETTE[0], "elimination": PALETTE[2]}
-
-
-def measure_label(key: str) -> str:
-    name, _, k = key.partition("@")
-    return LABELS[name].format(k=k)
 
 
 def similarity_for(distribution: str, item_count: int | None, similarity_file: Path | str | None = None):

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from collection.models import Study
 from scoring.management.commands.simulate import _ProgressBar
-from scoring.plan_search import STRATEGIES, parse_target
+from scoring.plan_search import STRATEGIES, measure_label, parse_target
 from scoring.planning import (
     DEFAULT_MAX_SIMULATIONS,
     DEFAULT_NOISE,
@@ -19,15 +19,6 @@ from scoring.planning import (
 from scoring.simulation import DISTRIBUTIONS
 
 NOT_REACHED = 3  # the exit status when no plan of the grid reaches the target
-
-LABELS = {
-    "rho_w": "ρ_w",
-    "tau_w": "τ_w",
-    "rho": "ρ",
-    "tau": "τ",
-    "recall": "top-{k} recall",
-    "precision": "P@{k}",
-}
 
 
 class Command(BaseCommand):
@@ -147,11 +138,6 @@ class Command(BaseCommand):
                 + ": lower the target, or lower the voter noise",
                 returncode=NOT_REACHED,
             )
-
-
-def measure_label(key: str) -> str:
-    name, _, k = key.partition("@")
-    return LABELS[name].format(k=k)
 
 
 def report(result: dict) -> str:
