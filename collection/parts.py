@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Q
 
 from collection import arrays
 from collection.models import Item, Study
@@ -53,6 +54,14 @@ def hidden_part_visible_to(user, study: Study) -> bool:
         or (study.created_by_id is not None and study.created_by_id == user.pk)
         or user.has_perm(HIDDEN_PART_PERMISSION)
     )
+
+
+def hidden_items_q(user, *, prefix: str = "") -> Q | None:
+    """The items (through ``prefix``, e.g. "item__") whose human scores ``user`` may not see, as a filter
+    for the admin's lists: the hidden items of studies it is not a researcher of; None when none."""
+    if user.is_active and (user.is_superuser or user.has_perm(HIDDEN_PART_PERMISSION)):
+        return None
+    return Q(**{f"{prefix}hidden": True}) & ~Q(**{f"{prefix}study__created_by": user.pk})
 
 
 def hidden_mask(study: Study) -> np.ndarray:

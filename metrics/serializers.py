@@ -453,8 +453,16 @@ class CardSerializer(serializers.Serializer):
         child=serializers.DictField(), help_text="Settings changed after the start, oldest first."
     )
     principle = serializers.CharField(help_text="How the instrument measures (Lombardo et al., Eq. 1, 5, 6).")
+    split = serializers.DictField(
+        allow_null=True,
+        required=False,
+        help_text="The hidden test part of a study that keeps one: hidden_share, development_items, test_items "
+        "(counts, never which items; from card version 7); null without one.",
+    )
     precision = serializers.DictField(
-        allow_null=True, help_text="Bootstrap SD of every item's score ȳ. " + SECTION_HELP
+        allow_null=True,
+        help_text="Bootstrap SD of every item's score ȳ; its per-item rows list the development part only in a "
+        "study that keeps a hidden test part. " + SECTION_HELP,
     )
     repeatability = serializers.DictField(
         allow_null=True, help_text="Split-half reliability and Krippendorff's α. " + SECTION_HELP
