@@ -859,6 +859,13 @@ def _resolution(card: Mapping) -> Section:
     if not resolved:
         blocks.append(_not_yet("resolution"))
         return Section("resolution", "6. Resolution", "Welty §5.9", tuple(blocks))
+    if resolved.get("part") == "development":
+        blocks.append(
+            Paragraph(
+                "Over the pairs of two items of the public development part: the curve lists the score "
+                "differences of the pairs, and a difference to a published score would give a hidden one."
+            )
+        )
     value = finite(resolved.get("resolution"))
     target = finite(resolved.get("target")) or 0.95
     compared = resolved.get("compared_pairs") or 0

@@ -242,6 +242,7 @@ def _compute_card(study: Study) -> dict:
         return card
 
     score = current_scores(study=study, item_count=item_count)
+    hidden = hidden_mask(study)
     replicates = study_replicates(study=study)
     precision = precision_summary(replicates)
     card["precision"] = {
@@ -261,7 +262,7 @@ def _compute_card(study: Study) -> dict:
                 "lower": finite_or_none(precision["lower"][index]),
                 "upper": finite_or_none(precision["upper"][index]),
             }
-            for index in np.flatnonzero(~hidden_mask(study)).tolist()
+            for index in np.flatnonzero(~hidden).tolist()
         ],
     }
     annotator_count = int(votes.annotator_ids.size)
@@ -290,7 +291,14 @@ def _compute_card(study: Study) -> dict:
             "votes": int(counts.sum()),
         }
     card["repeatability"] = repeatability
-    resolved = resolution(votes.pair_low, votes.pair_high, votes.winner_is_low, score)
+    # The curve lists the score differences of the compared pairs: in a study that keeps a hidden test
+    # part, a difference to a published score would give a hidden one, so only pairs of two development
+    # items count there.
+    public_pair = ~hidden[votes.pair_low] & ~hidden[votes.pair_high]
+    resolved = resolution(
+        votes.pair_low[public_pair], votes.pair_high[public_pair], votes.winner_is_low[public_pair], score
+    )
+    resolved["part"] = "development" if hidden.any() else "all"
     curve = resolved.pop("curve")
     resolved["curve"] = {key: [float(v) for v in values] for key, values in curve.items()}
     card["resolution"] = resolved
