@@ -262,6 +262,15 @@ def test_no_page_api_export_or_card_shows_a_hidden_items_score_to_anyone_but_its
     printed = split_world["printed"]
     assert len(printed) == 4 * Item.objects.filter(hidden=True).count() > 0
     leaks, seen = [], 0
+    hidden_labels = {  # by study: the two studies' tokens share their texts
+        slug: [
+            f"{a} – {b}"
+            for a, b in Item.objects.filter(study__slug=slug, hidden=True).values_list(
+                "token_a__text", "token_b__text"
+            )
+        ]
+        for slug in (FINISHED, RUNNING)
+    }
     for url in urls(split_world):
         for name in OUTSIDERS:
             api, pages = clients[name]
@@ -270,6 +279,9 @@ def test_no_page_api_export_or_card_shows_a_hidden_items_score_to_anyone_but_its
             seen += response.status_code == 200
             shown = [value for value in printed if shows(body, value)]
             rows = per_item_rows_naming_hidden(url, body, response.get("Content-Type", ""))
+            for slug, labels in hidden_labels.items():  # the card's per-item table names items by tokens
+                if "/card" in url and f"/{slug}/" in url:
+                    rows += [label for label in labels if label in body]
             if shown or rows:
                 leaks.append((name, url, response.status_code, shown[:3], rows[:2]))
     assert leaks == []
@@ -325,3 +337,24 @@ def test_a_staff_member_given_the_permission_sees_the_hidden_part(split_world):
     assert response.status_code == 200
     assert any(shows(body_of(response), value) for value in split_world["printed"])
     outsider.user_permissions.remove(Permission.objects.get(codename="view_hidden_part"))
+
+
+def test_the_public_card_lists_every_development_item_and_no_hidden_one(split_world):
+    study = Study.objects.get(slug=FINISHED)
+    labels = {
+        hidden: [
+            f"{a} – {b}"
+            for a, b in study.items.filter(hidden=hidden).values_list("token_a__text", "token_b__text")
+        ]
+        for hidden in (False, True)
+    }
+
+    page = body_of(Client().get(f"/models/studies/{FINISHED}/card/"))
+    card = json.loads(body_of(Client().get(f"/models/studies/{FINISHED}/card.json")))
+
+    assert all(label in page for label in labels[False])
+    assert not any(label in page for label in labels[True])
+    assert sorted(row["index"] for row in card["precision"]["items"]) == sorted(
+        study.items.filter(hidden=False).values_list("index", flat=True)
+    )
+    assert card["split"] == {"hidden_share": 0.4, "development_items": 25, "test_items": 17, "drawn": True}
