@@ -25,7 +25,12 @@ from rest_framework.views import APIView
 from collection import exclusion, jobs, lifecycle, pools, selectors, studies, voting
 from collection.identity import annotator_of_assignment, remembered_annotators
 from collection.models import Annotator, Exclusion, Study, StudyChange, StudyJob
-from collection.permissions import AnnotatorSessionAuthentication, IsStaff, consented_annotator
+from collection.permissions import (
+    AnnotatorSessionAuthentication,
+    HiddenPartResearchers,
+    IsStaff,
+    consented_annotator,
+)
 from collection.serializers import (
     BallotClosingSerializer,
     BallotProgressSerializer,
@@ -127,7 +132,7 @@ class StudyViewSet(viewsets.ModelViewSet):
 
     queryset = Study.objects.select_related("created_by", "duplicated_from").prefetch_related("changes")
     serializer_class = StudySerializer
-    permission_classes = [IsStaff]
+    permission_classes = [IsStaff, HiddenPartResearchers]
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"
 

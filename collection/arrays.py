@@ -51,6 +51,16 @@ def item_areas(*, study_id: int) -> np.ndarray:
     return areas
 
 
+def item_hidden(*, study_id: int) -> np.ndarray:
+    """Whether each item of the study is in its hidden test part, by index: ``item_hidden(...)[index]``."""
+    hidden = np.array(
+        Item.objects.filter(study_id=study_id, hidden=True).values_list("index", flat=True), dtype=np.int64
+    )
+    mask = np.zeros(Item.objects.filter(study_id=study_id).count(), dtype=bool)
+    mask[hidden] = True
+    return mask
+
+
 def ballot_item_indices(*, ballot_id: int) -> np.ndarray:
     """The indices of the items in the ballot, ascending."""
     rows = BallotItem.objects.filter(ballot_id=ballot_id).order_by("item__index").values_list("item__index")

@@ -38,6 +38,7 @@ from collection.models import (
     SemanticArea,
     Study,
 )
+from collection.parts import items_split_draw
 from collection.pools import require_no_job
 from collection.schedule import ballot_schedule, stratified_schedule
 from collection.studies import study_area_plans, study_plan
@@ -73,6 +74,7 @@ def study_start(*, study: Study, now: datetime | None = None) -> Ballot:
         raise StudyStateError(f"the study is already {study.status}")
     require_no_job(study, "start the study")
     plan = study_plan(study=study)
+    items_split_draw(study=study)  # the hidden test part, fixed from now on (collection.parts)
     study.appearances = plan.appearances  # a budget becomes the M it allows, frozen from now on
     study.status = Study.Status.RUNNING
     study.started_at = now or timezone.now()

@@ -34,6 +34,9 @@ MAX_PAY_PER_HOUR = 10_000
 # submission counts, so the leaderboard's intervals can be adjusted for the owner's variants.
 MAX_VARIANTS_PER_OWNER = 1_000
 
+# The hidden test part (collection/split.py): at most nine items in ten, so that a development part stays.
+MAX_HIDDEN_SHARE = 0.9
+
 # The response time under which an answer counts as fast: a minute is far above any careful judgement.
 MAX_QUALITY_FAST_MS = 60_000
 
@@ -67,6 +70,10 @@ QUALITY_FAST_MS_MESSAGE = (
     "1000 counts an answer given in under a second as fast."
 )
 VARIANTS_MESSAGE = f"max_variants_per_owner must be from 1 to {MAX_VARIANTS_PER_OWNER:,}: every model an owner submits counts."
+HIDDEN_SHARE_MESSAGE = (
+    f"hidden_share must be from 0 (no hidden test part) to {MAX_HIDDEN_SHARE} (nine items in ten hidden); "
+    "0.3 keeps three items in ten as the hidden test part."
+)
 QUALITY_SHARE_MESSAGE = (
     "{name} is a share from 0 to 1 (0.6: six in ten); leave it blank to turn the check off."
 )

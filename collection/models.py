@@ -212,6 +212,16 @@ class Study(models.Model):
         help_text="How many models one owner may submit for this study, all counted: pending, failed and "
         "evaluated (a leaderboard that lets an owner try many variants and show the best is inflated).",
     )
+    hidden_share = models.FloatField(
+        default=0.0,
+        validators=[
+            MinValueValidator(0, message=limits.HIDDEN_SHARE_MESSAGE),
+            MaxValueValidator(limits.MAX_HIDDEN_SHARE, message=limits.HIDDEN_SHARE_MESSAGE),
+        ],
+        help_text="Share of the items kept as a hidden test part (0 to 0.9; 0, no split): their human "
+        "scores are never published and the leaderboard ranks models on them alone; the others form the "
+        "public development part. Drawn from the seed when the study starts, stratified by semantic area.",
+    )
     relevant_top_k = models.PositiveIntegerField(
         null=True,
         blank=True,
@@ -310,6 +320,8 @@ class Study(models.Model):
     class Meta:
         verbose_name_plural = "studies"
         ordering = ["-created_at"]
+        # Besides a study's creator and superusers, who may see the human scores of its hidden test part.
+        permissions = [("view_hidden_part", "Can see the human scores of the hidden test parts")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(keep_fraction__gt=0) & Q(keep_fraction__lt=1),
@@ -433,6 +445,11 @@ class Study(models.Model):
                 ),
                 name="study_quality_failed_checks_bounded",
                 violation_error_message=limits.FAILED_CHECKS_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=Q(hidden_share__gte=0) & Q(hidden_share__lte=limits.MAX_HIDDEN_SHARE),
+                name="study_hidden_share_bounded",
+                violation_error_message=limits.HIDDEN_SHARE_MESSAGE,
             ),
             models.CheckConstraint(
                 condition=Q(check_rate__gte=0) & Q(check_rate__lte=limits.MAX_CHECK_RATE),
@@ -577,6 +594,13 @@ class Item(models.Model):
     )
     final_rank = models.PositiveIntegerField(null=True, blank=True, help_text="1 = most related.")
     last_ballot = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Drawn when the study starts (collection.parts.items_split_draw); a trigger (migration 0018)
+    # refuses to change it once the study has left its draft.
+    hidden = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="In the hidden test part: its human score is never published.",
+    )
 
     class Meta:
         ordering = ["study", "index"]

@@ -10,6 +10,7 @@ from rest_framework.permissions import BasePermission
 
 from collection.identity import ANNOTATOR_COOKIE, annotator_from_request
 from collection.models import Annotator, Study
+from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 
 
 class IsStaff(BasePermission):
@@ -22,6 +23,20 @@ class IsStaff(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+
+
+class HiddenPartResearchers(BasePermission):
+    """The staff actions that show every item's score, rank or win ratios (``items``, ``results``): in a
+    study that keeps a hidden test part, for its researchers only (``collection.parts``)."""
+
+    ACTIONS = frozenset({"items", "results"})
+    message = "this study keeps a hidden test part"
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        if getattr(view, "action", None) not in self.ACTIONS or hidden_part_visible_to(request.user, obj):
+            return True
+        self.message = HIDDEN_PART_REFUSAL.format(slug=obj.slug)
+        return False
 
 
 class AnnotatorSessionAuthentication(SessionAuthentication):

@@ -116,6 +116,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "minimum_coverage",
             "max_variants_per_owner",
             "relevant_top_k",
+            "hidden_share",
             *QUALITY_SETTINGS,
             "check_rate",
             "exclude_flagged_annotators",

@@ -166,6 +166,14 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     "minimum_coverage": StudySetting("minimum coverage of a submission", _ALWAYS),
     "max_variants_per_owner": StudySetting("models one owner may submit", _ALWAYS),
     "relevant_top_k": StudySetting("relevant top K", _ALWAYS),
+    # Which items are hidden is drawn when the study starts: from then on annotators have voted on the
+    # items of both parts, and moving an item from one to the other would publish its score.
+    "hidden_share": StudySetting(
+        "hidden test share",
+        _DRAFT_ONLY,
+        "the hidden test part was drawn when the study started; moving items between the parts would "
+        "publish the scores of items kept hidden until now",
+    ),
     # Quality control: thresholds the results page judges the annotators' votes by. They change no vote
     # and no part of the design, so a researcher may tune them while the study runs and after.
     "quality_fast_ms": StudySetting("fast answer (ms)", _ALWAYS),
@@ -412,6 +420,7 @@ def study_duplicate(*, study: Study, name: str | None = None, slug: str | None =
         minimum_coverage=study.minimum_coverage,
         max_variants_per_owner=study.max_variants_per_owner,
         relevant_top_k=study.relevant_top_k,
+        hidden_share=study.hidden_share,
         **{name: getattr(study, name) for name in QUALITY_SETTINGS},
         check_rate=study.check_rate,
         created_by=user,

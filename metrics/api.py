@@ -30,7 +30,6 @@ from common.errors import ServiceError, StudyStateError
 from common.parsers import JSONParser
 from common.throttling import AddressThrottle, UserThrottle, login_lockout
 from metrics import services
-from metrics.figures import DEFAULT_WEIGHT_OFFSET
 from metrics.instrument import (
     DRAFT_MESSAGE,
     card_json_data,
@@ -335,15 +334,11 @@ class SubmissionListView(MetricsErrors, GenericAPIView):
 
 
 def _default_evaluation(submission: Submission) -> dict | None:
-    """The evaluation at the study's defaults (n0 = 2, its K), once it is done."""
+    """The evaluation at the study's defaults (n0 = 2, its K), once it is done: over the development
+    part of a study that keeps a hidden test part."""
     if submission.status != Submission.Status.DONE:
         return None
-    evaluation = services.evaluation_for(
-        submission=submission,
-        weight_offset=DEFAULT_WEIGHT_OFFSET,
-        top_k=submission.study.default_top_k(len(submission.scores)),
-    )
-    return services.public_result(evaluation.result)
+    return services.public_result(services.owner_evaluation(submission=submission).result)
 
 
 class SubmissionDetailView(MetricsErrors, APIView):
@@ -363,7 +358,10 @@ class SubmissionDetailView(MetricsErrors, APIView):
     )
     def get(self, request, submission_id: int):
         submission = _own_submission(request, submission_id)
-        context = {"evaluation": _default_evaluation(submission)}
+        context = {
+            "evaluation": _default_evaluation(submission),
+            "test_part": services.test_part_summary(submission=submission),
+        }
         return Response(SubmissionDetailSerializer(submission, context=context).data)
 
 
@@ -395,9 +393,10 @@ class SubmissionEvaluationView(MetricsErrors, APIView):
                 + (f" ({submission.error})" if submission.error else "")
                 + ": other n0 and K can be asked for once its evaluation is done"
             )
-        top_k = query.validated_data.get("k") or submission.study.default_top_k(len(submission.scores))
-        evaluation = services.evaluation_for(
-            submission=submission, weight_offset=query.validated_data["n0"], top_k=top_k
+        evaluation = services.owner_evaluation(
+            submission=submission,
+            weight_offset=query.validated_data["n0"],
+            top_k=query.validated_data.get("k"),
         )
         return Response(EvaluationSerializer(services.public_result(evaluation.result)).data)
 

@@ -256,6 +256,15 @@ def card_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None
             "Provisional: the study is still running. The figures below come from its closed ballots so far "
             "and will change as ballots close; the final card is the one of the finished study."
         )
+    split = card.get("split")
+    if split:
+        notices.append(
+            f"This study keeps a hidden test part: {count(split.get('test_items'))} of its items "
+            f"({percent(split.get('hidden_share'), 0)}), drawn from its seed when it started, stratified by semantic "
+            "area, whose human scores are never published; the leaderboard ranks models on them. The figures "
+            "below summarise every item, but the per-item rows and the precision plot show the "
+            f"{count(split.get('development_items'))} items of the public development part only."
+        )
     labels = dict(item_labels or {})
     sections = (
         _procedure(card),
@@ -487,7 +496,8 @@ def _precision(card: Mapping, labels: Mapping[int, str]) -> Section:
                 ("Bootstrap replicates B", count(precision.get("replicates"))),
                 (
                     "Items with a measured SD",
-                    f"{count(quartiles['count']) if quartiles else 0} of {count(len(items))}",
+                    f"{count(quartiles['count']) if quartiles else 0} of "
+                    f"{count((card.get('procedure') or {}).get('items', len(items)))}",
                 ),
                 ("Mean SD of ȳ (mean standard error)", number(precision.get("mean_sd"))),
                 (
@@ -511,16 +521,17 @@ def _precision(card: Mapping, labels: Mapping[int, str]) -> Section:
                 "is exact; the SD is expected to be smaller near 0 and 1 (the crescent of Welty Figure 1)."
             )
         )
+    development = " of the public development part" if card.get("split") else ""
     blocks.append(
         Figure(
             "precision",
-            "SD of ȳ against ȳ for every item: the precision of each score.",
+            f"SD of ȳ against ȳ for every item{development}: the precision of each score.",
         )
     )
     order = sorted(items, key=_by_score_descending)
     blocks.append(
         Table(
-            header=("Rank", "Item", "ȳ", "SD", "95% interval"),
+            header=("Rank in the part" if development else "Rank", "Item", "ȳ", "SD", "95% interval"),
             rows=tuple(
                 (
                     str(position),
@@ -534,7 +545,8 @@ def _precision(card: Mapping, labels: Mapping[int, str]) -> Section:
                 for position, row in enumerate(order, start=1)
             ),
             numeric=(True, False, True, True, True),
-            caption="Every item by score, with the SD and the 2.5 and 97.5 percentiles of its bootstrap replicates.",
+            caption=f"Every item{development} by score, with the SD and the 2.5 and 97.5 percentiles of its "
+            "bootstrap replicates.",
             collapsed=True,
         )
     )
@@ -847,6 +859,13 @@ def _resolution(card: Mapping) -> Section:
     if not resolved:
         blocks.append(_not_yet("resolution"))
         return Section("resolution", "6. Resolution", "Welty §5.9", tuple(blocks))
+    if resolved.get("part") == "development":
+        blocks.append(
+            Paragraph(
+                "Over the pairs of two items of the public development part: the curve lists the score "
+                "differences of the pairs, and a difference to a published score would give a hidden one."
+            )
+        )
     value = finite(resolved.get("resolution"))
     target = finite(resolved.get("target")) or 0.95
     compared = resolved.get("compared_pairs") or 0

@@ -20,9 +20,10 @@ import numpy as np
 
 from collection import arrays
 from collection.models import Study
+from collection.parts import has_hidden_part, hidden_mask
 from metrics.evaluation import coefficients_by_stratum, evaluate
 from metrics.metrology import bootstrap_scores, chance_level
-from metrics.models import StudyFigure, Submission
+from metrics.models import Part, StudyFigure, Submission
 from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
 
 DEFAULT_WEIGHT_OFFSET = 2.0  # n0 of the paper, and of every figure that does not ask for another
@@ -36,6 +37,37 @@ CHANCE_STREAM = 4428
 CHANCE_VERSION = 2
 CHANCE_COEFFICIENTS = ("rho_w", "tau_w", "rho", "tau")
 AREA_VERSION = 1  # the per-area coefficients of a submission (submission_area_coefficients)
+
+
+# --- the parts a model is measured on (collection.parts) ---------------------------------------------
+
+
+def ranked_part(study: Study) -> str:
+    """The items the leaderboard ranks on: the hidden test part of a study that keeps one, else all."""
+    return Part.TEST if has_hidden_part(study) else Part.ALL
+
+
+def owner_part(study: Study) -> str:
+    """The items a model owner's own evaluation is computed on: the public development part of a study
+    that keeps a hidden test part (whose per-model figures are the leaderboard's), else all."""
+    return Part.DEVELOPMENT if has_hidden_part(study) else Part.ALL
+
+
+def part_mask(study: Study, part: str) -> np.ndarray:
+    """True for each item of ``part``, by index."""
+    hidden = hidden_mask(study)
+    if part == Part.ALL:
+        return np.ones(hidden.size, dtype=bool)
+    if part == Part.TEST:
+        return hidden
+    if part == Part.DEVELOPMENT:
+        return ~hidden
+    raise ValueError(f"part must be one of {', '.join(Part.values)}, got {part!r}")
+
+
+def part_top_k(study: Study, part: str) -> int:
+    """K of the retrieval measures on ``part``: the study's K (or a tenth) of the part's items."""
+    return study.default_top_k(int(part_mask(study, part).sum()))
 
 
 def replicate_count(item_count: int) -> int:
@@ -132,11 +164,15 @@ def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
 
 def submission_area_coefficients(*, submission: Submission, weight_offset: float, store: bool = True) -> list:
     """The four coefficients of the submission restricted to each semantic area's items, with 95%
-    intervals from the study's replicates (``evaluation.coefficients_by_stratum``), by area name."""
+    intervals from the study's replicates (``evaluation.coefficients_by_stratum``), by area name.
+
+    In a study that keeps a hidden test part, over each area's development items only: an area holds
+    few test items, and a coefficient over two of them says which of the two the crowd put higher."""
     study = submission.study
+    part = owner_part(study)
 
     def compute():
-        human = final_scores(study=study)
+        human = np.where(part_mask(study, part), final_scores(study=study), np.nan)
         item_area = arrays.item_areas(study_id=study.pk)
         names = dict(study.areas.values_list("pk", "name"))
         by_area = coefficients_by_stratum(
@@ -152,6 +188,8 @@ def submission_area_coefficients(*, submission: Submission, weight_offset: float
         )
 
     parameters = {"submission": submission.pk, "n0": weight_offset, "version": AREA_VERSION}
+    if part != Part.ALL:
+        parameters["part"] = part
     return cached(study, "areas", parameters, compute, store=store)
 
 
@@ -180,12 +218,22 @@ def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bo
 
 
 def submission_result(
-    *, submission: Submission, weight_offset: float, top_k: int, store: bool = True, progress=None
+    *,
+    submission: Submission,
+    weight_offset: float,
+    top_k: int,
+    part: str = Part.ALL,
+    store: bool = True,
+    progress=None,
 ) -> dict:
     """``metrics.evaluation.evaluate`` of the submission against the study's final ranking, its
-    replicates and the chance level of its covered size (``progress(percent)`` reports the steps)."""
+    replicates and the chance level of its covered size (``progress(percent)`` reports the steps).
+
+    Over the items of ``part`` only: the human scores of the other items are left out, so both rankings
+    are re-ranked within the part, and ``items`` and ``coverage`` count the part's items."""
     study = submission.study
-    human = final_scores(study=study)
+    inside = part_mask(study, part)
+    human = np.where(inside, final_scores(study=study), np.nan)
     if progress:
         progress(20)
     replicates = study_replicates(study=study, store=store)
@@ -196,6 +244,9 @@ def submission_result(
     chance = chance_for(study=study, item_count=covered, weight_offset=weight_offset, store=store)
     if progress:
         progress(70)
-    return evaluate(
+    result = evaluate(
         model, human, weight_offset=weight_offset, top_k=top_k, human_replicates=replicates, chance=chance
     )
+    part_items = int(inside.sum())
+    result.update(part=str(part), items=part_items, coverage=result["covered"] / part_items)
+    return result

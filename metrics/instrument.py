@@ -19,6 +19,7 @@ from django.db.models import Count, Max
 
 from collection import arrays
 from collection.models import Study
+from collection.parts import has_hidden_part, hidden_mask
 from collection.studies import STUDY_SETTINGS, study_plan
 from common.numbers import finite_or_none
 from common.tasks import enqueue_on_commit
@@ -45,7 +46,9 @@ from scoring.fragility import VoteTable, removals_to_change
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
 # 5: the chance level of plain ρ and τ beside ρ_w and τ_w. 6: the ranking scope and figures per area;
 # "fragility", the fewest votes found whose removal changes the top item and the top-K set (issue 11).
-CARD_VERSION = 6
+# 7: "split", the hidden test part of a study that keeps one; the per-item precision rows of such a
+# study list its development part only.
+CARD_VERSION = 7
 # Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
 FRAGILITY_MAX_STEPS = 200
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
@@ -224,6 +227,7 @@ def _compute_card(study: Study) -> dict:
             "response_ms": _describe(every_vote.response_ms),
         },
         "changes": _study_changes(study),
+        "split": _split(study),
         "principle": (
             "Annotators compare two items (pairs of tokens) and choose the one whose tokens are more related; "
             "an item's score is its Borda win ratio, rescaled across ballots and averaged (Lombardo et al., Eq. 1, 5, 6). "
@@ -238,6 +242,7 @@ def _compute_card(study: Study) -> dict:
         return card
 
     score = current_scores(study=study, item_count=item_count)
+    hidden = hidden_mask(study)
     replicates = study_replicates(study=study)
     precision = precision_summary(replicates)
     card["precision"] = {
@@ -248,6 +253,7 @@ def _compute_card(study: Study) -> dict:
         "replicates": int(replicates.shape[0]),
         "mean_sd": precision["mean_sd"],
         "sd_quantiles": _describe(precision["sd"]),
+        # One row per item, public: of the development part only in a study that keeps a hidden test part.
         "items": [
             {
                 "index": index,
@@ -256,7 +262,7 @@ def _compute_card(study: Study) -> dict:
                 "lower": finite_or_none(precision["lower"][index]),
                 "upper": finite_or_none(precision["upper"][index]),
             }
-            for index in range(item_count)
+            for index in np.flatnonzero(~hidden).tolist()
         ],
     }
     annotator_count = int(votes.annotator_ids.size)
@@ -285,7 +291,14 @@ def _compute_card(study: Study) -> dict:
             "votes": int(counts.sum()),
         }
     card["repeatability"] = repeatability
-    resolved = resolution(votes.pair_low, votes.pair_high, votes.winner_is_low, score)
+    # The curve lists the score differences of the compared pairs: in a study that keeps a hidden test
+    # part, a difference to a published score would give a hidden one, so only pairs of two development
+    # items count there.
+    public_pair = ~hidden[votes.pair_low] & ~hidden[votes.pair_high]
+    resolved = resolution(
+        votes.pair_low[public_pair], votes.pair_high[public_pair], votes.winner_is_low[public_pair], score
+    )
+    resolved["part"] = "development" if hidden.any() else "all"
     curve = resolved.pop("curve")
     resolved["curve"] = {key: [float(v) for v in values] for key, values in curve.items()}
     card["resolution"] = resolved
@@ -301,6 +314,19 @@ def _compute_card(study: Study) -> dict:
     card["fragility"] = _fragility(study, votes)
     card["exclusions"] = _exclusions(study)
     return card
+
+
+def _split(study: Study) -> dict | None:
+    """The study's hidden test part as the public card states it: its share and size, never its items."""
+    if not has_hidden_part(study):
+        return None
+    hidden = hidden_mask(study)
+    return {
+        "hidden_share": study.hidden_share,
+        "development_items": int((~hidden).sum()),
+        "test_items": int(hidden.sum()),
+        "drawn": not study.is_draft,
+    }
 
 
 def _exclusions(study: Study) -> dict | None:

@@ -16,11 +16,15 @@ from common.numbers import finite_or_none
 from metrics.evaluation import COEFFICIENTS, annotator_agreement, leaderboard, variant_adjusted_interval
 from metrics.figures import (
     DEFAULT_WEIGHT_OFFSET,
+    owner_part,
+    part_mask,
+    part_top_k,
+    ranked_part,
     replicate_count,
     submission_area_coefficients,
     submission_result,
 )
-from metrics.models import Standing, Submission
+from metrics.models import Part, Standing, Submission
 from metrics.selectors import model_scores, study_votes
 
 # The weight offsets the public leaderboard offers: each model has a standing stored at each of them,
@@ -52,13 +56,18 @@ def leaderboard_for(
     *, study: Study, metric: str = "tau_w", weight_offset: float = DEFAULT_WEIGHT_OFFSET
 ) -> dict:
     """Every evaluated submission of the study ranked by ``metric``, with paired-bootstrap intervals and
-    ranks (``metrics.evaluation.leaderboard``)."""
+    ranks (``metrics.evaluation.leaderboard``).
+
+    In a study that keeps a hidden test part, every figure of a row is over the test part alone (the
+    public development part can be fitted), apart from ``areas``, which is over each area's development
+    items (an area's few test items would be told apart by a per-area coefficient)."""
     if metric not in COEFFICIENTS:
         raise ServiceError(f"metric must be one of {', '.join(COEFFICIENTS)}, got {metric!r}")
     if weight_offset not in LEADERBOARD_WEIGHT_OFFSETS:
         raise ServiceError(f"the leaderboard offers n0 = {leaderboard_offsets_text()}, got {weight_offset:g}")
     item_count = study.items.count()
-    top_k = study.default_top_k(item_count)
+    part = ranked_part(study)
+    top_k = part_top_k(study, part)
     submissions = list(
         Submission.objects.filter(study=study, status=Submission.Status.DONE)
         .select_related("study", "owner", "seal")
@@ -66,14 +75,16 @@ def leaderboard_for(
     )
     stored = {
         standing.submission_id: {"coefficients": standing.coefficients, "replicates": standing.replicates}
-        for standing in Standing.objects.filter(submission__in=submissions, weight_offset=weight_offset).only(
-            "submission", "coefficients", "replicates"
-        )
+        for standing in Standing.objects.filter(
+            submission__in=submissions, weight_offset=weight_offset, part=part
+        ).only("submission", "coefficients", "replicates")
     }
     entries, details, owners = [], {}, {}
     for submission in submissions:  # one per model
         standing = stored.get(submission.pk) or standing_values(
-            submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k, store=False)
+            submission_result(
+                submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=False
+            )
         )
         name = f"{submission.model_name} ({submission.owner.get_username()})"
         owners[name] = submission.owner_id
@@ -123,6 +134,10 @@ def leaderboard_for(
         "metric": metric,
         "weight_offset": weight_offset,
         "top_k": top_k,
+        # The items the rows are computed on: all of them, or the hidden test part (how many, never which).
+        "part": str(part),
+        "part_items": int(part_mask(study, part).sum()),
+        "areas_part": str(owner_part(study)),
         "replicates": replicate_count(item_count),
         "rows": rows,
         "submissions": [
@@ -138,18 +153,26 @@ def leaderboard_for(
 
 
 def annotator_view(*, study: Study) -> dict:
-    """Each submitted model's agreement with each annotator's decisive votes (Welty Tables 2-3)."""
+    """Each submitted model's agreement with each annotator's decisive votes (Welty Tables 2-3).
+
+    In a study that keeps a hidden test part, over the votes between two development items only: a vote
+    that involves a test item tells which of its two items the crowd put higher, and an annotator with
+    few such votes would have them read off their agreement with a model whose scores one knows."""
     votes = study_votes(study=study)
+    chosen, rejected, annotator = votes.chosen, votes.rejected, votes.chosen_annotator
+    if owner_part(study) == Part.DEVELOPMENT:
+        development = part_mask(study, Part.DEVELOPMENT)
+        public = development[chosen] & development[rejected]
+        chosen, rejected, annotator = chosen[public], rejected[public], annotator[public]
     models = {
         f"{s.model_name} ({s.owner.get_username()})": model_scores(s)
         for s in Submission.objects.filter(study=study).select_related("owner").order_by("created_at")
     }
     if not models:
-        return {"models": {}, "paired_tests": [], "annotators": 0}
-    view = annotator_agreement(
-        models, votes.chosen, votes.rejected, votes.chosen_annotator, votes.annotator_ids.size
-    )
+        return {"models": {}, "paired_tests": [], "annotators": 0, "part": str(owner_part(study))}
+    view = annotator_agreement(models, chosen, rejected, annotator, votes.annotator_ids.size)
     for entry in view["models"].values():
         entry["per_annotator"] = [finite_or_none(value) for value in entry["per_annotator"]]
     view["annotators"] = int(votes.annotator_ids.size)
+    view["part"] = str(owner_part(study))
     return view

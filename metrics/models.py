@@ -81,10 +81,22 @@ class Seal(models.Model):
         return f"seal of {self.model_name} on {self.study_id}"
 
 
+class Part(models.TextChoices):
+    """Which items a figure is computed over: all of them (a study without a hidden test part), the
+    public development part, or the hidden test part (collection.parts)."""
+
+    ALL = "all", "all items"
+    DEVELOPMENT = "development", "development part"
+    TEST = "test", "hidden test part"
+
+
 class Evaluation(models.Model):
-    """The metrics of a submission against the study's final ranking, for one n0 and one K."""
+    """The metrics of a submission against the study's final ranking, for one n0 and one K, over one
+    part of the items: the development part is its owner's to read, the test part only the leaderboard's
+    aggregates."""
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")
+    part = models.CharField(max_length=12, choices=Part.choices, default=Part.ALL)
     weight_offset = models.FloatField(help_text="n0 of the weighted coefficients (Eq. 9).")
     top_k = models.PositiveIntegerField(help_text="K: the human top-K items are the relevant ones.")
     result = models.JSONField()
@@ -93,12 +105,17 @@ class Evaluation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["submission", "weight_offset", "top_k"], name="evaluation_unique_per_settings"
+                fields=["submission", "part", "weight_offset", "top_k"], name="evaluation_unique_per_settings"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(part__in=Part.values),
+                name="evaluation_part_known",
+                violation_error_message="An evaluation is over all items, the development part or the test part.",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"evaluation of {self.submission_id} (n0={self.weight_offset}, K={self.top_k})"
+        return f"evaluation of {self.submission_id} ({self.part}, n0={self.weight_offset}, K={self.top_k})"
 
 
 class StudyFigure(models.Model):
@@ -135,6 +152,12 @@ class Standing(models.Model):
     """
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="standings")
+    part = models.CharField(
+        max_length=12,
+        choices=Part.choices,
+        default=Part.ALL,
+        help_text="The items it ranks on: all, or the hidden test part of a study that keeps one.",
+    )
     weight_offset = models.FloatField(help_text="n0 of ρ_w and τ_w (Eq. 9): one the leaderboard offers.")
     coefficients = models.JSONField(help_text="ρ_w, τ_w, ρ and τ: value, interval, chance level, p-value.")
     replicates = models.JSONField(help_text="Each coefficient on every bootstrap replicate of the study.")
@@ -144,6 +167,12 @@ class Standing(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["submission", "weight_offset"], name="standing_unique_per_offset"
+            ),
+            # The leaderboard ranks on all items or on the test part, never on the public development part.
+            models.CheckConstraint(
+                condition=models.Q(part__in=[Part.ALL, Part.TEST]),
+                name="standing_part_all_or_test",
+                violation_error_message="A standing ranks on all items or on the hidden test part.",
             ),
         ]
 

@@ -183,7 +183,12 @@ class RetrievalSerializer(serializers.Serializer):
 class EvaluationSerializer(serializers.Serializer):
     """An evaluation result without its bootstrap replicate values."""
 
-    items = serializers.IntegerField(help_text="Items of the study.")
+    part = serializers.CharField(
+        required=False,
+        help_text="The items it is computed on: all, or in a study that keeps a hidden test part, the public "
+        "development part (the owner's evaluation) or the hidden test part (the leaderboard's aggregates).",
+    )
+    items = serializers.IntegerField(help_text="Items of the part it is computed on (of the study: all).")
     covered = serializers.IntegerField(help_text="Items with a model score and a human score.")
     coverage = serializers.FloatField()
     weight_offset = serializers.FloatField(help_text="n0 of f(n) = 1/(n+n0)² (Eq. 9).")
@@ -199,14 +204,27 @@ class EvaluationSerializer(serializers.Serializer):
 
 
 class SubmissionDetailSerializer(SubmissionSerializer):
-    evaluation = serializers.SerializerMethodField()
+    evaluation = serializers.SerializerMethodField(
+        help_text="At the study's defaults; in a study that keeps a hidden test part, over the public "
+        "development part."
+    )
+    test_part = serializers.SerializerMethodField(
+        help_text="In a study that keeps a hidden test part: the leaderboard's figures of this model on it "
+        "(coefficients with intervals, chance level, retrieval measures), aggregates over the part, never "
+        "per item; null otherwise."
+    )
 
     class Meta(SubmissionSerializer.Meta):
-        fields = [*SubmissionSerializer.Meta.fields, "evaluation"]
+        fields = [*SubmissionSerializer.Meta.fields, "evaluation", "test_part"]
 
     @extend_schema_field(EvaluationSerializer(allow_null=True))
     def get_evaluation(self, submission: Submission) -> dict | None:
         result = self.context.get("evaluation")
+        return EvaluationSerializer(result).data if result is not None else None
+
+    @extend_schema_field(EvaluationSerializer(allow_null=True))
+    def get_test_part(self, submission: Submission) -> dict | None:
+        result = self.context.get("test_part")
         return EvaluationSerializer(result).data if result is not None else None
 
 
@@ -345,6 +363,14 @@ class LeaderboardSerializer(serializers.Serializer):
     metric = serializers.ChoiceField(choices=METRIC_CHOICES)
     weight_offset = serializers.FloatField()
     top_k = serializers.IntegerField()
+    part = serializers.CharField(
+        help_text="The items every row's figures are computed on: all, or the hidden test part of a study "
+        "that keeps one (whose human scores are never published).",
+    )
+    part_items = serializers.IntegerField(help_text="How many items that part holds.")
+    areas_part = serializers.CharField(
+        help_text="The items of each area the rows' areas figures are over: all, or the development part.",
+    )
     replicate_count = serializers.IntegerField(
         source="replicates", help_text="Bootstrap replicates of the human ranking."
     )
@@ -376,6 +402,10 @@ class PairedTestSerializer(serializers.Serializer):
 
 class AnnotatorViewSerializer(serializers.Serializer):
     annotators = serializers.IntegerField()
+    part = serializers.CharField(
+        help_text="The votes compared: all, or in a study that keeps a hidden test part, the votes between "
+        "two development items only.",
+    )
     models = serializers.DictField(child=AnnotatorAgreementSerializer(), help_text='By "model_name (owner)".')
     paired_tests = PairedTestSerializer(many=True)
 
@@ -423,8 +453,16 @@ class CardSerializer(serializers.Serializer):
         child=serializers.DictField(), help_text="Settings changed after the start, oldest first."
     )
     principle = serializers.CharField(help_text="How the instrument measures (Lombardo et al., Eq. 1, 5, 6).")
+    split = serializers.DictField(
+        allow_null=True,
+        required=False,
+        help_text="The hidden test part of a study that keeps one: hidden_share, development_items, test_items "
+        "(counts, never which items; from card version 7); null without one.",
+    )
     precision = serializers.DictField(
-        allow_null=True, help_text="Bootstrap SD of every item's score ȳ. " + SECTION_HELP
+        allow_null=True,
+        help_text="Bootstrap SD of every item's score ȳ; its per-item rows list the development part only in a "
+        "study that keeps a hidden test part. " + SECTION_HELP,
     )
     repeatability = serializers.DictField(
         allow_null=True, help_text="Split-half reliability and Krippendorff's α. " + SECTION_HELP

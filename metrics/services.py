@@ -23,13 +23,22 @@ from django.db.models import Count
 from django.utils import timezone
 
 from collection.models import Study
+from collection.parts import has_hidden_part
 from common.csvexport import unescape_cell
 from common.errors import ServiceError, StudyStateError, reported_errors
 from common.numbers import counted, finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, submission_area_coefficients, submission_result
+from metrics.figures import (
+    DEFAULT_WEIGHT_OFFSET,
+    owner_part,
+    part_mask,
+    part_top_k,
+    ranked_part,
+    submission_area_coefficients,
+    submission_result,
+)
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
-from metrics.models import Evaluation, Seal, Standing, Submission
+from metrics.models import Evaluation, Part, Seal, Standing, Submission
 
 logger = logging.getLogger(__name__)
 
@@ -237,6 +246,12 @@ def submission_create(
     scores = submission_parse(study=study, data=data, source_format=source_format)
     covered = int(np.isfinite(scores).sum())
     coverage = covered / scores.size
+    if has_hidden_part(study) and covered < scores.size:
+        # Every item, so that neither the coverage of a part nor a refusal tells which items are hidden.
+        raise ServiceError(
+            f"the submission scores {covered} of {scores.size} items; study {study.slug!r} keeps a hidden test "
+            f"part on which the leaderboard ranks models, so score every one of its {scores.size} items"
+        )
     if covered < 2 or coverage < study.minimum_coverage:
         raise ServiceError(
             f"the submission scores {covered} of {scores.size} items ({coverage:.1%}); this study needs at least "
@@ -299,14 +314,26 @@ def submission_evaluate(*, submission_id: int) -> Evaluation | None:
         logger.warning("submission %s does not exist", submission_id)
         return None
     Submission.objects.filter(pk=submission_id).update(status=Submission.Status.RUNNING, progress=5, error="")
+    study = submission.study
     try:
         evaluation = evaluation_for(
             submission=submission,
             weight_offset=DEFAULT_WEIGHT_OFFSET,
-            top_k=submission.study.default_top_k(len(submission.scores)),
+            top_k=part_top_k(study, owner_part(study)),
+            part=owner_part(study),
             progress=lambda percent: _progress(submission_id, percent),
         )
-        _standing_store(submission, DEFAULT_WEIGHT_OFFSET, evaluation.result)
+        ranked = ranked_part(study)
+        if ranked != evaluation.part:  # a hidden test part: the leaderboard's figures are on it alone
+            standing_evaluation = evaluation_for(
+                submission=submission,
+                weight_offset=DEFAULT_WEIGHT_OFFSET,
+                top_k=part_top_k(study, ranked),
+                part=ranked,
+            )
+        else:
+            standing_evaluation = evaluation
+        _standing_store(submission, DEFAULT_WEIGHT_OFFSET, standing_evaluation.result, part=ranked)
     except Exception as exc:  # recorded for the model owner, then raised for the worker's log
         Submission.objects.filter(pk=submission_id).update(status=Submission.Status.FAILED, error=str(exc))
         raise
@@ -322,7 +349,8 @@ def submission_standings(*, submission_id: int) -> int:
     if submission is None or submission.status != Submission.Status.DONE:
         logger.warning("submission %s does not exist or is not evaluated yet; no standings", submission_id)
         return 0
-    top_k = submission.study.default_top_k(len(submission.scores))
+    part = ranked_part(submission.study)
+    top_k = part_top_k(submission.study, part)
     stored = {
         weight_offset
         for weight_offset, coefficients in submission.standings.values_list("weight_offset", "coefficients")
@@ -333,24 +361,25 @@ def submission_standings(*, submission_id: int) -> int:
         if weight_offset in stored:
             continue
         evaluation = Evaluation.objects.filter(
-            submission=submission, weight_offset=weight_offset, top_k=top_k
+            submission=submission, part=part, weight_offset=weight_offset, top_k=top_k
         ).first()
         result = (
             evaluation.result
             if evaluation is not None and has_plain_chance(evaluation.result)
-            else submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k)
+            else submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k, part=part)
         )
-        added += _standing_store(submission, weight_offset, result)
+        added += _standing_store(submission, weight_offset, result, part=part)
     for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:  # stored now, so that the leaderboard only reads them
         submission_area_coefficients(submission=submission, weight_offset=weight_offset)
     return added
 
 
-def _standing_store(submission: Submission, weight_offset: float, result: dict) -> int:
-    """Store the standing of ``result`` unless one is stored already; 1 if this call stored it. A
-    standing stored before ρ and τ had a chance level is replaced (the same numbers, and those)."""
+def _standing_store(submission: Submission, weight_offset: float, result: dict, *, part: str) -> int:
+    """Store the standing of ``result`` (over ``part``) unless one is stored already; 1 if this call
+    stored it. A standing stored before ρ and τ had a chance level is replaced (the same numbers, and
+    those)."""
     standing, created = Standing.objects.get_or_create(
-        submission=submission, weight_offset=weight_offset, defaults=standing_values(result)
+        submission=submission, weight_offset=weight_offset, defaults={**standing_values(result), "part": part}
     )
     if not created and not has_plain_chance(standing.coefficients) and has_plain_chance(result):
         Standing.objects.filter(pk=standing.pk).update(**standing_values(result))
@@ -391,22 +420,26 @@ def submissions_sweep(*, now: datetime | None = None, stale_seconds: int = 60) -
 # --- evaluations ---------------------------------------------------------------------------------
 
 
-def evaluation_for(*, submission: Submission, weight_offset: float, top_k: int, progress=None) -> Evaluation:
-    """The submission's evaluation for this n0 and K: stored once, then read back."""
+def evaluation_for(
+    *, submission: Submission, weight_offset: float, top_k: int, part: str = Part.ALL, progress=None
+) -> Evaluation:
+    """The submission's evaluation for this n0 and K over ``part`` of the items: stored once, then read
+    back."""
     if not math.isfinite(weight_offset) or weight_offset <= -1:
         raise ServiceError(f"n0 must be a number greater than -1, got {weight_offset}")
     if weight_offset > MAX_WEIGHT_OFFSET:
         raise ServiceError(f"{MAX_WEIGHT_OFFSET_MESSAGE}, got {weight_offset:g}")
-    item_count = len(submission.scores)
+    item_count = len(submission.scores) if part == Part.ALL else int(part_mask(submission.study, part).sum())
     if not 1 <= top_k <= item_count:
-        raise ServiceError(f"K must lie between 1 and the study's {item_count} items, got {top_k}")
+        where = "the study's" if part == Part.ALL else f"the {Part(part).label}'s"
+        raise ServiceError(f"K must lie between 1 and {where} {item_count} items, got {top_k}")
     existing = Evaluation.objects.filter(
-        submission=submission, weight_offset=weight_offset, top_k=top_k
+        submission=submission, part=part, weight_offset=weight_offset, top_k=top_k
     ).first()
     if existing is not None and has_plain_chance(existing.result):
         return existing
     result = submission_result(
-        submission=submission, weight_offset=weight_offset, top_k=top_k, progress=progress
+        submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, progress=progress
     )
     if progress:
         progress(95)
@@ -416,9 +449,42 @@ def evaluation_for(*, submission: Submission, weight_offset: float, top_k: int, 
         existing.result = result
         return existing
     evaluation, _ = Evaluation.objects.get_or_create(
-        submission=submission, weight_offset=weight_offset, top_k=top_k, defaults={"result": result}
+        submission=submission,
+        part=part,
+        weight_offset=weight_offset,
+        top_k=top_k,
+        defaults={"result": result},
     )
     return evaluation
+
+
+def owner_evaluation(*, submission: Submission, weight_offset: float | None = None, top_k: int | None = None):
+    """The evaluation its owner reads: over the development part of a study that keeps a hidden test
+    part (else over all items), at ``weight_offset`` and ``top_k`` (the study's defaults when None)."""
+    study = submission.study
+    part = owner_part(study)
+    return evaluation_for(
+        submission=submission,
+        weight_offset=DEFAULT_WEIGHT_OFFSET if weight_offset is None else weight_offset,
+        top_k=part_top_k(study, part) if top_k is None else top_k,
+        part=part,
+    )
+
+
+def test_part_summary(*, submission: Submission) -> dict | None:
+    """What the leaderboard says of the submission on the hidden test part, at the default n0 and K:
+    the four coefficients (value, interval, chance level, p-value) and the retrieval measures, aggregates
+    over the part; None for a study without one, or before the evaluation is done."""
+    study = submission.study
+    if not has_hidden_part(study) or submission.status != Submission.Status.DONE:
+        return None
+    evaluation = evaluation_for(
+        submission=submission,
+        weight_offset=DEFAULT_WEIGHT_OFFSET,
+        top_k=part_top_k(study, Part.TEST),
+        part=Part.TEST,
+    )
+    return public_result(evaluation.result)
 
 
 def public_result(result: dict) -> dict:

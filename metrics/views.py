@@ -20,7 +20,7 @@ from common.csvexport import csv_download
 from common.errors import ServiceError
 from metrics import services
 from metrics.evaluation import COEFFICIENTS, indistinguishable_groups
-from metrics.figures import DEFAULT_WEIGHT_OFFSET
+from metrics.figures import DEFAULT_WEIGHT_OFFSET, owner_part, part_top_k
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
@@ -184,8 +184,9 @@ def submission(request, submission_id: int):
     if found is None:
         raise Http404(f"submission {submission_id} is not one of yours")
     study = found.study
-    default_k = study.default_top_k(len(found.scores))
-    context = {"submission": found, "study": study, "metric_labels": METRIC_LABELS}
+    part = owner_part(study)
+    default_k = part_top_k(study, part)
+    context = {"submission": found, "study": study, "metric_labels": METRIC_LABELS, "part": part}
     if found.status != Submission.Status.DONE:
         context["running"] = found.status in (Submission.Status.PENDING, Submission.Status.RUNNING)
         return render(request, "metrics/submission.html", context)
@@ -197,18 +198,21 @@ def submission(request, submission_id: int):
     if settings_form.is_valid():
         weight_offset, top_k = settings_form.cleaned_data["n0"], settings_form.cleaned_data["k"]
     try:
-        evaluation = services.evaluation_for(submission=found, weight_offset=weight_offset, top_k=top_k)
+        evaluation = services.owner_evaluation(submission=found, weight_offset=weight_offset, top_k=top_k)
     except ServiceError as exc:
         problem = exc.message
-        evaluation = services.evaluation_for(
-            submission=found, weight_offset=DEFAULT_WEIGHT_OFFSET, top_k=default_k
-        )
+        evaluation = services.owner_evaluation(submission=found)
     result = services.public_result(evaluation.result)
+    test_part = services.test_part_summary(submission=found)
     retrieval = result["retrieval"]
     context.update(
         settings_form=settings_form,
         problem=problem,
         evaluation=result,
+        test_part=[{"name": name, "label": METRIC_LABELS[name], **test_part[name]} for name in COEFFICIENTS]
+        if test_part
+        else None,
+        test_part_items=test_part["items"] if test_part else None,
         coefficients=[
             {
                 "name": name,

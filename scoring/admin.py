@@ -15,7 +15,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from collection.admin.display import ReadOnlyAdmin, counted, sentence
+from collection.admin.display import counted, sentence
+from collection.admin.rows import HiddenRowsAdmin
 from collection.admin.study import StudyAdmin as CollectionStudyAdmin
 from collection.models import Study
 from common.errors import ServiceError
@@ -264,7 +265,8 @@ class SimulationRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(ItemScore)
-class ItemScoreAdmin(ReadOnlyAdmin):
+class ItemScoreAdmin(HiddenRowsAdmin):
+    hidden_item_paths = ("item__",)
     list_display = (
         "item",
         "study",

@@ -1,21 +1,24 @@
 """Staff pages of a study's results and its exports (dataset as CSV and JSON, raw votes as CSV).
 
-Staff only: anyone else is sent to the admin login. Exports stream, so memory stays flat however
-many votes a study has.
+Staff only: anyone else is sent to the admin login. A study that keeps a hidden test part shows them to
+its researchers only (``collection.parts.hidden_part_visible_to``); other staff get 403 and why. Exports
+stream, so memory stays flat however many votes a study has.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import wraps
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
-from django.http import QueryDict, StreamingHttpResponse
+from django.http import HttpResponseForbidden, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
 from collection.models import Ballot, Study
+from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 from common.csvexport import csv_download
 from scoring.exclusion import (
     WITHOUT_EXCLUDED_COLUMNS,
@@ -65,7 +68,24 @@ ANNOTATOR_COLUMNS = (
 assert tuple(name for name, _, _ in ANNOTATOR_COLUMNS) == ANNOTATOR_SORTS
 
 
-@staff_member_required
+def researchers_only(view):
+    """Staff only (else the admin login); for a study that keeps a hidden test part, its researchers only:
+    every page and export here shows the scores, votes or ranks of every item (403 with why otherwise)."""
+
+    @staff_member_required
+    @wraps(view)
+    def checked(request, slug: str):
+        study = get_object_or_404(Study, slug=slug)
+        if not hidden_part_visible_to(request.user, study):
+            return HttpResponseForbidden(
+                HIDDEN_PART_REFUSAL.format(slug=study.slug) + ".\n", content_type="text/plain; charset=utf-8"
+            )
+        return view(request, slug)
+
+    return checked
+
+
+@researchers_only
 def results(request, slug: str):
     """The results page: header, ballot progress, Figures 2 and 4, top of the ranking, annotators."""
     study = get_object_or_404(Study, slug=slug)
@@ -110,7 +130,7 @@ def results(request, slug: str):
     return render(request, "scoring/results.html", context)
 
 
-@staff_member_required
+@researchers_only
 def export_dataset_csv(request, slug: str):
     """The dataset, one row per item in index order: tokens, area, ȳ, rank, totals, x per ballot."""
     study = get_object_or_404(Study, slug=slug)
@@ -118,7 +138,7 @@ def export_dataset_csv(request, slug: str):
     return csv_download(f"{study.slug}-dataset.csv", dataset.columns, dataset.csv_rows())
 
 
-@staff_member_required
+@researchers_only
 def export_dataset_json(request, slug: str):
     """{"study": {name, slug, plan, status, dates, ballots …}, "items": [one object per item]}."""
     study = get_object_or_404(Study, slug=slug)
@@ -136,14 +156,14 @@ def export_dataset_json(request, slug: str):
     return response
 
 
-@staff_member_required
+@researchers_only
 def export_votes_csv(request, slug: str):
     """The raw votes, one row per vote in the order recorded."""
     study = get_object_or_404(Study, slug=slug)
     return csv_download(f"{study.slug}-votes.csv", VOTE_COLUMNS, study_vote_rows(study=study))
 
 
-@staff_member_required
+@researchers_only
 def export_check_answers_csv(request, slug: str):
     """The answers to the study's checks (gold and instructed-response), one row per answer."""
     study = get_object_or_404(Study, slug=slug)
@@ -152,7 +172,7 @@ def export_check_answers_csv(request, slug: str):
     )
 
 
-@staff_member_required
+@researchers_only
 def export_annotators_csv(request, slug: str):
     """One row per annotator who voted: the figures and quality flags of the results page."""
     study = get_object_or_404(Study, slug=slug)
@@ -161,7 +181,7 @@ def export_annotators_csv(request, slug: str):
     )
 
 
-@staff_member_required
+@researchers_only
 def export_without_excluded_csv(request, slug: str):
     """Every item's final ȳ and rank with and without the excluded annotators' votes, design held fixed."""
     study = get_object_or_404(Study, slug=slug)

@@ -11,6 +11,7 @@ PURE_MODULES = [
     "common/numbers.py",
     "collection/schedule.py",
     "collection/pairs.py",
+    "collection/split.py",
     "scoring/borda.py",
     "scoring/plan.py",
     "scoring/simulation.py",

@@ -23,6 +23,7 @@ from collection.models import (
     Token,
     Vote,
 )
+from collection.parts import hidden_items_q
 from collection.selectors import areas_with_totals
 from common.errors import ServiceError
 from common.numbers import counted
@@ -53,6 +54,21 @@ class AreaFilter(admin.SimpleListFilter):
         value = self.value()
         if value and value.isdigit():
             return queryset.filter(area_id=value)
+        return queryset
+
+
+class HiddenRowsAdmin(ReadOnlyAdmin):
+    """A list whose rows can show a human score of a study's hidden test part: those rows are left out for
+    anyone who is not a researcher of that study (``collection.parts.hidden_items_q``)."""
+
+    hidden_item_paths: tuple[str, ...] = ("",)  # how each row reaches an item ("" for an item itself)
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        for path in self.hidden_item_paths:
+            hidden = hidden_items_q(request.user, prefix=path)
+            if hidden is not None:
+                queryset = queryset.exclude(hidden)
         return queryset
 
 
@@ -115,13 +131,17 @@ class TokenAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Item)
-class ItemAdmin(ReadOnlyAdmin):
-    list_display = ("index", "__str__", "area", "study", "final_rank", "final_score", "last_ballot")
+class ItemAdmin(HiddenRowsAdmin):
+    list_display = ("index", "__str__", "area", "study", "part", "final_rank", "final_score", "last_ballot")
     list_display_links = ("index", "__str__")
-    list_filter = ("study", AreaFilter, "last_ballot")
+    list_filter = ("study", AreaFilter, "hidden", "last_ballot")
     search_fields = ("token_a__text", "token_b__text")
     list_select_related = ("token_a", "token_b", "area", "study")
     ordering = ("study", "final_rank", "index")
+
+    @admin.display(description="part", ordering="hidden")
+    def part(self, item: Item) -> str:
+        return "hidden test" if item.hidden else "development"
 
 
 @admin.register(Ballot)
@@ -236,16 +256,18 @@ class ExclusionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ExcludedVote)
-class ExcludedVoteAdmin(ReadOnlyAdmin):
+class ExcludedVoteAdmin(HiddenRowsAdmin):
     """Votes of an open ballot set aside at their annotator's exclusion, every field kept."""
 
+    hidden_item_paths = ("left_item__", "right_item__")
     list_display = ("vote_id", "annotator", "ballot", "choice", "response_ms", "created_at", "exclusion")
     list_filter = ("ballot__study",)
     list_select_related = ("annotator__user", "ballot__study", "exclusion")
 
 
 @admin.register(Vote)
-class VoteAdmin(ReadOnlyAdmin):
+class VoteAdmin(HiddenRowsAdmin):
+    hidden_item_paths = ("left_item__", "right_item__")
     list_display = (
         "pk",
         "study",

@@ -15,6 +15,7 @@ from collection.admin.study_pages import StudyPages
 from collection.forms import CheckInlineForm, StudyAdminForm
 from collection.jobs import study_job_done_count
 from collection.models import Ballot, Check, Study, StudyChange
+from collection.parts import hidden_part_visible_to, split_summary
 from collection.selectors import studies_with_progress, study_job_shown, study_pools, study_progress
 from collection.studies import (
     QUALITY_SETTINGS,
@@ -137,7 +138,18 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             ),
             (
                 "Evaluation of models",
-                {"fields": ("minimum_coverage", "relevant_top_k", "max_variants_per_owner")},
+                {
+                    "fields": (
+                        "minimum_coverage",
+                        "relevant_top_k",
+                        "max_variants_per_owner",
+                        "hidden_share",
+                    ),
+                    "description": "A hidden share above 0 keeps that share of the items as a hidden test "
+                    "part: drawn from the seed when the study starts (stratified by semantic area), fixed "
+                    "from then on; the leaderboard ranks models on it, and its human scores are never "
+                    "published. Submissions must then score every item.",
+                },
             ),
             (
                 "Quality control",
@@ -234,6 +246,8 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 "done": done,
                 "percent": percent_done(done, job.total) if job.total else 0,
             }
+        context["split"] = split_summary(study=study)
+        context["split_visible"] = hidden_part_visible_to(request.user, study)
         entry = study.get_absolute_url()
         context["entry_url"] = request.build_absolute_uri(entry)
         context.update(self._changes_context(study))

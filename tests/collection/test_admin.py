@@ -184,6 +184,7 @@ def study_form_data(**overrides) -> dict:
         "minimum_coverage": "0.5",
         "max_variants_per_owner": "10",
         "relevant_top_k": "",
+        "hidden_share": "0",
         # The change page's inline of the study's checks (none here).
         "checks-TOTAL_FORMS": "0",
         "checks-INITIAL_FORMS": "0",

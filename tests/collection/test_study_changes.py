@@ -56,6 +56,7 @@ EDITABLE_IN = {
     "minimum_coverage": ALL,
     "max_variants_per_owner": ALL,
     "relevant_top_k": ALL,
+    "hidden_share": DRAFT_ONLY,
     "quality_fast_ms": ALL,
     "quality_max_fast_share": ALL,
     "quality_position_alpha": ALL,
@@ -95,6 +96,7 @@ CHANGES = {
     "minimum_coverage": {"minimum_coverage": 0.8},
     "max_variants_per_owner": {"max_variants_per_owner": 3},
     "relevant_top_k": {"relevant_top_k": 5},
+    "hidden_share": {"hidden_share": 0.3},
     "quality_fast_ms": {"quality_fast_ms": 1500},
     "quality_max_fast_share": {"quality_max_fast_share": 0.1},
     "quality_position_alpha": {"quality_position_alpha": 0.01},
@@ -507,7 +509,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        6,  # card version 6: the ranking scope and figures per semantic area (README)
+        7,  # card version 7: the hidden test part of a study that keeps one (README)
         [
             {
                 "changed_at": moment.isoformat(),

@@ -555,7 +555,9 @@ def test_a_submission_shows_its_status_coverage_and_evaluation_at_the_defaults(s
     assert response.status_code == 200
     assert (body["status"], body["progress"], body["covered"], body["coverage"]) == ("done", 100, 28, 1.0)
     assert body["evaluation"] == json.loads(json.dumps(services.public_result(evaluation.result)))
+    assert body["test_part"] is None  # no hidden test part in this study
     assert set(body["evaluation"]) == {
+        "part",
         "items",
         "covered",
         "coverage",
