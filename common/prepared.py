@@ -37,6 +37,7 @@ class PreparedStatement:
         body = _PLACEHOLDER.sub(lambda match: f"${number[match.group(1)]}", sql)
         self.name = name
         self.sql = sql
+        self.types = dict(types)
         self.prepare_sql = f"PREPARE {name}({', '.join(types.values())}) AS {body}"
         self.execute_sql = f"EXECUTE {name}({', '.join(f'%({parameter})s' for parameter in types)})"
         self._prepared_on: weakref.WeakSet = weakref.WeakSet()

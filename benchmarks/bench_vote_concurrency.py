@@ -1,0 +1,133 @@
+"""The database's CPU per judgement as more judgements run at once (PostgreSQL).
+
+    createdb -h 127.0.0.1 -U postgres bench_concurrency
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_concurrency python benchmarks/bench_vote_concurrency.py
+    ... python benchmarks/bench_vote_concurrency.py --threads 8 --without-counter   # the experiment below
+
+The database must be empty: the script migrates it and builds the demo-sized study (990 items, a first
+ballot of 9,900 comparisons, no cap). For each number of threads, each thread has its own connection and
+two annotators, and runs judgements as the API does (``vote_record``, then ``comparison_next_for``)
+until ``--judgements`` in all are done. It prints the judgements per second and the CPU of the PostgreSQL
+server processes per judgement (each thread reads its own backend's CPU from ``/proc``, before and after),
+and the ratio of that CPU to the one-thread run's: the baseline. gunicorn as deployed runs 2 × 4 threads.
+
+``--without-counter`` is an experiment, not a configuration: the vote's statement leaves the ballot's
+``votes_recorded`` alone (a vote then never asks for the close), to show what the one counter row that
+every vote of a ballot updates costs when votes run at once. Each thread count runs on a fresh ballot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+_COUNTER_CTE = """counter AS (
+    UPDATE collection_ballot b SET votes_recorded = b.votes_recorded + 1
+    FROM vote
+    WHERE b.id = vote.ballot_id
+    RETURNING b.votes_recorded, b.comparison_count
+)"""
+_NO_COUNTER_CTE = """counter AS (
+    SELECT 0 AS votes_recorded, 2147483647 AS comparison_count FROM vote
+)"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 8, 25])
+    parser.add_argument("--judgements", type=int, default=2000, help="judgements per thread count, in all")
+    parser.add_argument("--without-counter", action="store_true", help="the experiment: no ballot counter")
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("DATABASE_URL must name an empty PostgreSQL database")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ["DEBUG"] = "false"  # no query log
+    os.environ.setdefault("SECRET_KEY", "benchmark-" + "x" * 50)
+    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
+
+    import django
+
+    django.setup()
+
+    from django.core.management import call_command
+    from django.db import connection, connections
+
+    from benchmarks._timing import machine
+    from collection import voting
+    from collection.models import Study
+    from common.prepared import PreparedStatement
+
+    if args.without_counter:
+        assert _COUNTER_CTE in voting._VOTE_SQL, "the vote's statement changed: update this experiment"
+        voting.VOTE_STATEMENT = PreparedStatement(
+            "yardstick_vote_without_counter",
+            voting._VOTE_SQL.replace(_COUNTER_CTE, _NO_COUNTER_CTE),
+            voting.VOTE_STATEMENT.types,
+        )
+
+    call_command("migrate", verbosity=0)
+
+    def backend_cpu() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            (pid,) = cursor.fetchone()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    print(f"machine: {machine()}")
+    print("ballot counter: " + ("left out (the experiment)" if args.without_counter else "as deployed"))
+    baseline = None
+    for threads in args.threads:
+        slug = f"concurrency-{threads}"
+        call_command("load_demo", slug=slug, stdout=open(os.devnull, "w"))  # noqa: SIM115
+        study = Study.objects.get(slug=slug)
+        Study.objects.filter(pk=study.pk).update(votes_per_annotator_per_ballot=None)
+        study.refresh_from_db()
+        annotators = [voting.annotator_for(study=study, participant_id=f"t{n}") for n in range(2 * threads)]
+        for annotator in annotators:
+            voting.annotator_consent(annotator=annotator)
+        each = args.judgements // threads
+        results: list[float] = []
+        ready = threading.Barrier(threads + 1)
+
+        def judge(mine, each=each, ready=ready, results=results):
+            held = [voting.comparison_next_for(annotator=annotator) for annotator in mine]
+            ready.wait()
+            started = backend_cpu()
+            for number in range(each):
+                who = number % 2
+                voting.vote_record(annotator=mine[who], assignment_id=held[who].assignment.pk, choice="left")
+                held[who] = voting.comparison_next_for(annotator=mine[who])
+                if held[who].assignment is None:
+                    raise RuntimeError(f"no comparison for an annotator: {held[who].reason}")
+            results.append(backend_cpu() - started)
+            connections.close_all()
+
+        workers = [
+            threading.Thread(target=judge, args=(annotators[2 * k : 2 * k + 2],)) for k in range(threads)
+        ]
+        for worker in workers:
+            worker.start()
+        ready.wait()
+        started = time.perf_counter()
+        for worker in workers:
+            worker.join()
+        elapsed = time.perf_counter() - started
+        done = each * threads
+        per_judgement = sum(results) / done
+        baseline = baseline or per_judgement
+        print(
+            f"{threads:>3} threads: {done / elapsed:7.0f} judgements/s, PostgreSQL CPU {per_judgement * 1000:.2f} ms "
+            f"per judgement ({per_judgement / baseline:.2f}x the first)"
+        )
+
+
+if __name__ == "__main__":
+    main()
