@@ -11,7 +11,7 @@ from collection.models import Study
 from collection.studies import study_plan
 from common.errors import ServiceError
 from scoring.elimination import DEFAULT_CUTOFFS, DEFAULT_DELTA
-from scoring.management.arguments import add_voter_model_arguments
+from scoring.management.arguments import add_voter_model_arguments, voter_model_options
 from scoring.management.commands.simulate import _ProgressBar
 from scoring.plan_search import parse_target
 from scoring.protocol_comparison import Protocols
@@ -180,11 +180,7 @@ class Command(BaseCommand):
                 item_count=item_count,
                 ballot_count=1,
                 appearances=2,
-                voter_count=options["voters"],
-                nonconformity_min=options["nonconformity_min"],
-                nonconformity_max=options["nonconformity_max"],
-                oversight_min=options["oversight_min"],
-                oversight_max=options["oversight_max"],
+                **voter_model_options(options),
                 weight_offset=options["n0"],
             )
             targets = [parse_target(text) for text in options["target"]]

@@ -7,7 +7,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.management.arguments import add_voter_model_arguments
+from scoring.management.arguments import add_voter_model_arguments, voter_model_options
 from scoring.services import simulation_run
 from scoring.simulation import DISTRIBUTIONS, METRICS, SimulationConfig
 
@@ -87,11 +87,7 @@ class Command(BaseCommand):
                 ballot_count=options["ballots"],
                 keep_fraction=options["keep_fraction"],
                 appearances=options["appearances"],
-                voter_count=options["voters"],
-                nonconformity_min=options["nonconformity_min"],
-                nonconformity_max=options["nonconformity_max"],
-                oversight_min=options["oversight_min"],
-                oversight_max=options["oversight_max"],
+                **voter_model_options(options),
                 weight_offset=options["n0"],
             )
             progress = None if options["json"] else _ProgressBar(self.stderr)

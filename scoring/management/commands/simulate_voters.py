@@ -22,7 +22,7 @@ from collection.voting import (
 from common.errors import ServiceError
 from common.numbers import counted
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
-from scoring.management.arguments import add_voter_model_arguments
+from scoring.management.arguments import add_voter_model_arguments, voter_model_options
 from scoring.simulation import (
     DISTRIBUTIONS,
     SimulationConfig,
@@ -96,11 +96,7 @@ class Command(BaseCommand):
                 ballot_count=study.ballot_count,
                 keep_fraction=study.keep_fraction,
                 appearances=study.appearances,
-                voter_count=options["voters"],
-                nonconformity_min=options["nonconformity_min"],
-                nonconformity_max=options["nonconformity_max"],
-                oversight_min=options["oversight_min"],
-                oversight_max=options["oversight_max"],
+                **voter_model_options(options),
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
