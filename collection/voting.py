@@ -448,8 +448,8 @@ LEFT JOIN collection_token right_b ON right_b.id = right_item.token_b_id
 
 # The available comparison (never voted, lease free or lapsed) whose pair the annotator has not judged,
 # with both items' tokens: a lapsed lease first, else the first open one by position, as on PostgreSQL
-# (_LEASE_SQL). Open comparisons and lapsed leases are looked up apart, each in the order of the index
-# (ballot, status, position), so that neither sorts the ballot's rows.
+# (_LEASE_SQL). Open comparisons and lapsed leases are looked up apart, each in the order of its partial
+# index (comparison_open, comparison_leased: ballot, position), so that neither sorts the ballot's rows.
 _FIRST_AVAILABLE_SQL = """
 SELECT c.id, c.status, c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
 FROM (
