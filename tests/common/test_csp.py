@@ -74,7 +74,8 @@ def test_a_page_that_asks_for_a_nonce_gets_it_in_its_header(settings):
     assert "script-src 'self' 'nonce-" in ours[HEADER] and "script-src 'self' 'nonce-" in theirs[HEADER]
     assert ours[HEADER] != theirs[HEADER]  # a nonce of its own per response
     plain, _ = both_middlewares_answer()
-    assert plain[HEADER] == "default-src 'self'; script-src 'self'"  # the kept text carries no nonce
+    # The kept text carries no nonce (django-csp's order of directives varies between processes).
+    assert set(plain[HEADER].split("; ")) == {"default-src 'self'", "script-src 'self'"}
 
 
 def test_an_excluded_prefix_gets_no_header(settings):
