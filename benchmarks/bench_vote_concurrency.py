@@ -12,8 +12,8 @@ server processes per judgement (each thread reads its own backend's CPU from ``/
 and the ratio of that CPU to the one-thread run's: the baseline. gunicorn as deployed runs 2 × 4 threads.
 
 ``--without-counter`` is an experiment, not a configuration: the vote's statement leaves the ballot's
-``votes_recorded`` alone (a vote then never asks for the close), to show what the one counter row that
-every vote of a ballot updates costs when votes run at once. Each thread count runs on a fresh ballot.
+counter (``BallotCounter``) alone (a vote then never asks for the close), to show what counting the
+votes costs when votes run at once. Each thread count runs on a fresh ballot.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-_COUNTER_CTE = """counter AS (
-    UPDATE collection_ballot b SET votes_recorded = b.votes_recorded + 1
-    FROM vote
-    WHERE b.id = vote.ballot_id
-    RETURNING b.votes_recorded, b.comparison_count
+_COUNTER_CTE = """counter AS (  -- this connection's part of the ballot's count (BallotCounter)
+    INSERT INTO collection_ballotcounter AS mine (ballot_id, part, votes)
+    SELECT vote.ballot_id, mod(pg_backend_pid(), %(parts)s), 1 FROM vote
+    ON CONFLICT (ballot_id, part) DO UPDATE SET votes = mine.votes + 1
+    RETURNING mine.ballot_id, mine.part, mine.votes
 )"""
 _NO_COUNTER_CTE = """counter AS (
-    SELECT 0 AS votes_recorded, 2147483647 AS comparison_count FROM vote
+    SELECT vote.ballot_id, 0 AS part, -2147483647 AS votes FROM vote WHERE %(parts)s::integer > 0
 )"""
 
 

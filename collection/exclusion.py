@@ -4,7 +4,8 @@ An exclusion stops the annotator's future votes (``collection.voting`` refuses t
 from the ``excluded_at`` of the row it already reads) and returns their work in the OPEN ballot to the
 pool: their live lease is released, and their votes in that ballot are set aside (moved to
 ``ExcludedVote`` with every field, so nothing is lost), their comparisons reopened, and the ballot's
-counter lowered by as many, so that the counter still equals the ballot's votes.
+counter lowered by as many (on its part 0, ``BallotCounter``), so that the count still equals the
+ballot's votes.
 
 Closed ballots are not re-run: their votes stay where they are and the design stays as it was. The
 results, exports and instrument card report the scores with and without the excluded annotators' votes
@@ -23,10 +24,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from collection.models import Annotator, Assignment, Ballot, Comparison, ExcludedVote, Exclusion, Vote
+from collection.models import (
+    Annotator,
+    Assignment,
+    Ballot,
+    BallotCounter,
+    Comparison,
+    ExcludedVote,
+    Exclusion,
+    Vote,
+)
 from common.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -195,7 +204,7 @@ def _votes_set_aside(*, exclusion: Exclusion, ballot: Ballot, annotator_id: int)
     deleted, _ = votes.delete()
     if deleted != count:  # the annotator's row is locked and their lease cancelled: nothing can vote now
         raise ServiceError(f"set aside {count} votes but deleted {deleted}; nothing was changed", status=409)
-    Ballot.objects.filter(pk=ballot.pk).update(votes_recorded=F("votes_recorded") - count)
+    BallotCounter.add(ballot_id=ballot.pk, votes=-count)
     return count
 
 

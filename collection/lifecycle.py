@@ -207,7 +207,7 @@ def study_close_current_ballot(*, study: Study, now: datetime | None = None) -> 
     closes the ballot at its next run, as it closes every ballot past its deadline.
     """
     now = now or timezone.now()
-    ballot = study.ballots.select_for_update().filter(status=Ballot.Status.OPEN).first()
+    ballot = study.ballots.select_for_update(no_key=True).filter(status=Ballot.Status.OPEN).first()
     if ballot is None:
         raise StudyStateError(f"the study has no open ballot (it is {study.status})")
     if ballot.deadline is None or ballot.deadline > now:
@@ -220,7 +220,36 @@ def study_close_current_ballot(*, study: Study, now: datetime | None = None) -> 
 # --- the close -----------------------------------------------------------------------------------
 
 
-def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | None:
+def _due(ballot: Ballot, now: datetime) -> bool:
+    """Whether the locked ballot is fully voted, by its count read now (a statement after the lock, so
+    that it sees what committed before), or past its deadline."""
+    if ballot.deadline is not None and ballot.deadline <= now:
+        return True
+    counted = Ballot.objects.filter(pk=ballot.pk).values_list("votes_recorded", flat=True).get()
+    return counted >= ballot.comparison_count
+
+
+def _leases_end(ballot: Ballot) -> None:
+    """Cancel the ballot's running assignments, then its comparisons not voted: what comes before the
+    close reads the ballot's votes.
+
+    A vote no longer waits for the ballot's row (its count is in ``BallotCounter``): the comparison's
+    row is what orders a vote and the close. A vote locks its assignment, then takes its comparison
+    (leased to voted); these updates lock the same rows in the same order, so a vote that got there
+    first commits before them and they leave its rows alone, and a vote that comes after finds its
+    comparison cancelled and is refused. Either way, the votes the close reads next (a new snapshot)
+    are all the ballot will ever have.
+    """
+    # By the ballot, not its comparisons: a check's assignment has no comparison and ends here too.
+    Assignment.objects.filter(ballot=ballot, status=Assignment.Status.ACTIVE).update(
+        status=Assignment.Status.CANCELLED
+    )
+    Comparison.objects.filter(ballot=ballot).exclude(status=Comparison.Status.VOTED).update(
+        status=Comparison.Status.CANCELLED, lease_expires_at=None
+    )
+
+
+def ballot_close(*, ballot_id: int, now: datetime | None = None, when_due: bool = False) -> Ballot | None:
     """Close a ballot: score it (Eq. 1, 5, 6), keep the survivors, open the next ballot or finish.
 
     Idempotent and safe under races: the ballot row is locked (``SELECT … FOR UPDATE`` on PostgreSQL,
@@ -228,9 +257,19 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
     after a crash half-way (whose transaction was rolled back), give the same rows and exactly one
     next ballot. Comparisons not voted by then are cancelled, with their leases.
     Returns the ballot, or None if it does not exist.
+
+    ``when_due`` (the task's and the sweep's close) leaves a ballot open, and returns it so, unless it
+    is due: fully voted, or past its deadline (a researcher's close-now sets it). A vote asks for the
+    close from the count its statement read, which an exclusion committed meanwhile may have lowered;
+    here the count is read again once the ballot's row is locked, which the exclusion also locks.
     """
     with transaction.atomic():
-        ballot = Ballot.objects.select_for_update().select_related("study").filter(pk=ballot_id).first()
+        # FOR NO KEY UPDATE: two closes wait for each other, but a vote's commit, which checks its
+        # foreign keys then (FOR KEY SHARE of the ballot's row), does not wait for the close, which
+        # may itself wait for that vote's rows (``_leases_end``).
+        ballot = (
+            Ballot.objects.select_for_update(no_key=True).select_related("study").filter(pk=ballot_id).first()
+        )
         if ballot is None:
             logger.warning("ballot %s does not exist; nothing to close", ballot_id)
             return None
@@ -239,7 +278,11 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
         # The time is taken once the row is locked: a vote committed while this close waited for the
         # lock must not be stamped after the close that counted it.
         now = now or timezone.now()
+        if when_due and not _due(ballot, now):
+            logger.warning("%s is not due (neither fully voted nor past a deadline); left open", ballot)
+            return ballot
         started = time.perf_counter()
+        _leases_end(ballot)
         study = ballot.study
         item_ids = arrays.item_ids(study_id=study.pk)
         item_count = item_ids.size
@@ -299,13 +342,7 @@ def ballot_close(*, ballot_id: int, now: datetime | None = None) -> Ballot | Non
             ),
             batch_size=2000,
         )
-        # By the ballot, not its comparisons: a check's assignment has no comparison and ends here too.
-        Assignment.objects.filter(ballot=ballot, status=Assignment.Status.ACTIVE).update(
-            status=Assignment.Status.CANCELLED
-        )
-        Comparison.objects.filter(ballot=ballot).exclude(status=Comparison.Status.VOTED).update(
-            status=Comparison.Status.CANCELLED, lease_expires_at=None
-        )
+        _leases_end(ballot)  # again: a lease that committed after the first took an open comparison
         ballot.status = Ballot.Status.CLOSED
         ballot.closed_at = now
         per_area = study.ranking_scope == Study.RankingScope.PER_AREA
@@ -417,8 +454,7 @@ def ballots_sweep(*, now: datetime | None = None) -> dict:
     ).values_list("pk", flat=True)
     closed = 0
     for ballot_id in sorted(set(due) | set(complete)):
-        ballot_close(ballot_id=ballot_id, now=now)
-        closed += 1
+        closed += ballot_close(ballot_id=ballot_id, now=now, when_due=True).status == Ballot.Status.CLOSED
     return {
         "leases_expired": expired,
         "ballots_closed": closed,

@@ -13,8 +13,9 @@ import uuid
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
-from django.db.models import F, Q
+from django.db import connection, models
+from django.db.models import F, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from collection import limits
@@ -616,8 +617,38 @@ class Item(models.Model):
         return f"{self.token_a.text} – {self.token_b.text}"
 
 
+# The parts of a ballot's count of votes (``BallotCounter``). A vote adds one to the part of its
+# database connection: votes that run at once add to different rows, so none waits for another's
+# commit, as they all did on one counter row (BENCHMARKS.md, issue 9).
+BALLOT_COUNTER_PARTS = 16
+
+
+def votes_recorded_expression():
+    """The ballot's votes recorded: the sum of its counter's parts (0 before its first vote)."""
+    parts = (
+        BallotCounter.objects.filter(ballot=OuterRef("pk"))
+        .order_by()
+        .values("ballot")
+        .annotate(total=Sum("votes"))
+        .values("total")
+    )
+    return Coalesce(Subquery(parts, output_field=models.IntegerField()), 0)
+
+
+class BallotManager(models.Manager):
+    """Every ballot read through ``Ballot.objects`` (and a study's ``ballots``) carries
+    ``votes_recorded``, the sum of its counter's parts, read in the same query."""
+
+    def get_queryset(self):
+        return super().get_queryset().annotate(votes_recorded=votes_recorded_expression())
+
+
 class Ballot(models.Model):
-    """One round of comparisons over the items still in play; k = ``number`` (§2.5)."""
+    """One round of comparisons over the items still in play; k = ``number`` (§2.5).
+
+    ``votes_recorded`` (its votes, kept by ``BallotCounter``) comes with every ballot that
+    ``Ballot.objects`` reads; a ballot made here and not read since has none recorded.
+    """
 
     class Status(models.TextChoices):
         OPEN = "open", "open"
@@ -628,7 +659,6 @@ class Ballot(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     items = models.ManyToManyField(Item, through="BallotItem", related_name="ballots")
     comparison_count = models.PositiveIntegerField()
-    votes_recorded = models.PositiveIntegerField(default=0)
     opened_at = models.DateTimeField(auto_now_add=True)
     deadline = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
@@ -646,6 +676,9 @@ class Ballot(models.Model):
         "the wait told to annotators who arrive while a later ballot closes is estimated from it.",
     )
 
+    objects = BallotManager()
+    votes_recorded = 0  # a ballot not read through its manager: made here, before any vote
+
     class Meta:
         ordering = ["study", "number"]
         constraints = [
@@ -653,13 +686,57 @@ class Ballot(models.Model):
             models.UniqueConstraint(
                 fields=["study"], condition=Q(status="open"), name="one_open_ballot_per_study"
             ),
-            models.CheckConstraint(
-                condition=Q(votes_recorded__lte=F("comparison_count")), name="ballot_votes_within_comparisons"
-            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.study} · ballot {self.number}"
+
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None):
+        """Reload the ballot's fields and, when all are reloaded, its ``votes_recorded``."""
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+        if fields is None:
+            counted = Ballot.objects.db_manager(using).filter(pk=self.pk)
+            self.votes_recorded = counted.values_list("votes_recorded", flat=True).get()
+
+
+class BallotCounter(models.Model):
+    """One part of a ballot's count of votes recorded; the count is the sum of its parts.
+
+    The vote's statement adds one to the part of its database connection (``BALLOT_COUNTER_PARTS``
+    of them), creating it at its first vote; an exclusion takes the votes it sets aside off part 0,
+    which may then be negative: only the sum has a meaning. The vote that brings the sum to the
+    ballot's ``comparison_count``, as its own statement or its next lease reads it, asks for the close
+    (``collection.voting``).
+    """
+
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="counter_parts", db_index=False)
+    part = models.PositiveSmallIntegerField()
+    votes = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["ballot", "part"], name="ballot_counter_part_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.ballot_id} · part {self.part}: {self.votes}"
+
+    @classmethod
+    def add(cls, *, ballot_id: int, votes: int, part: int = 0) -> tuple[int, int]:
+        """Add ``votes`` (negative to take off) to one part of the ballot's count, in one statement on
+        either database; returns the ballot's (votes recorded, comparison count) as this transaction
+        sees them. The vote's own statement on PostgreSQL adds its one in place (``collection.voting``)."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO collection_ballotcounter (ballot_id, part, votes) VALUES (%(ballot)s, %(part)s, %(votes)s)"
+                " ON CONFLICT (ballot_id, part)"
+                " DO UPDATE SET votes = collection_ballotcounter.votes + excluded.votes"
+                " RETURNING collection_ballotcounter.votes + (SELECT COALESCE(SUM(other.votes), 0)"
+                " FROM collection_ballotcounter other WHERE other.ballot_id = %(ballot)s AND other.part <> %(part)s),"
+                " (SELECT b.comparison_count FROM collection_ballot b WHERE b.id = %(ballot)s)",
+                {"ballot": ballot_id, "part": part, "votes": votes},
+            )
+            return cursor.fetchone()
 
 
 class BallotItem(models.Model):

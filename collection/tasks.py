@@ -25,13 +25,16 @@ def study_job_run_task(job_id: int) -> str:
 
 @shared_task(name="scoring.ballot_close", acks_late=True)
 def ballot_close_task(ballot_id: int) -> str:
-    """Close a ballot (idempotent: a closed ballot is left as it is); its duration goes to /metrics."""
+    """Close a ballot that is due (idempotent: a closed ballot is left as it is, and one neither fully
+    voted nor past its deadline is left open); its duration goes to /metrics."""
     called_at, started = timezone.now(), time.perf_counter()
-    ballot = ballot_close(ballot_id=ballot_id)
+    ballot = ballot_close(ballot_id=ballot_id, when_due=True)
     # The close stamps closed_at after it has the ballot's lock, so a ballot closed before this call
     # has an earlier closed_at: that was a repeated message, which did no work.
     if ballot is None:
         outcome = "missing"
+    elif ballot.status == ballot.Status.OPEN:
+        outcome = "not_due"
     else:
         outcome = "closed" if ballot.closed_at >= called_at else "already_closed"
     BALLOT_CLOSE_SECONDS.labels(outcome).observe(time.perf_counter() - started)

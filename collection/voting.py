@@ -13,6 +13,7 @@ import random
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -20,7 +21,17 @@ from django.utils import timezone
 from collection import checks
 from collection.exclusion import annotator_exclude
 from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
-from collection.models import Annotator, Assignment, Ballot, CheckAnswer, Comparison, Study, Vote
+from collection.models import (
+    BALLOT_COUNTER_PARTS,
+    Annotator,
+    Assignment,
+    Ballot,
+    BallotCounter,
+    CheckAnswer,
+    Comparison,
+    Study,
+    Vote,
+)
 from collection.selectors import AnnotatorProgress
 from collection.study_cache import study_at_version
 from common.errors import ServiceError
@@ -207,7 +218,9 @@ WITH me AS (  -- an exclusion committed after the request read the annotator: no
     SELECT an.excluded_at IS NOT NULL AS excluded FROM collection_annotator an WHERE an.id = %(annotator)s
 ),
 ballot AS (
-    SELECT b.id, b.number, b.comparison_count, b.votes_recorded
+    SELECT b.id, b.number, b.comparison_count,
+           (SELECT COALESCE(SUM(part.votes), 0) FROM collection_ballotcounter part
+            WHERE part.ballot_id = b.id) AS votes_recorded
     FROM collection_ballot b
     WHERE b.study_id = %(study)s AND b.status = 'open' AND NOT (SELECT excluded FROM me)
 ),
@@ -428,7 +441,8 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
 # it and in all, the assignment they hold and, for it, both items' tokens. No open ballot still gives
 # a row (of NULLs), so that "no ballot" and "no assignment held" are told apart from "no row".
 _LEASE_STATE_SQL = """
-SELECT b.id, b.number, b.comparison_count, b.votes_recorded,
+SELECT b.id, b.number, b.comparison_count,
+       (SELECT COALESCE(SUM(part.votes), 0) FROM collection_ballotcounter part WHERE part.ballot_id = b.id),
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s),
        (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = %(annotator)s AND v.ballot_id = b.id),
        h.id, h.comparison_id, h.ballot_id, h.issued_at, h.expires_at,
@@ -726,8 +740,39 @@ def vote_record(
     (409). The comparison is taken by a conditional ``UPDATE … WHERE status = 'leased'`` whose row count
     decides; on PostgreSQL the whole vote, the ballot's counter included, is one statement, atomic by
     itself (no BEGIN and COMMIT around it unless the caller has a transaction). The vote that completes
-    its ballot asks for its close, which runs after commit.
+    its ballot, as its statement sees the ballot's counter, asks for its close, which runs after commit.
+    The last votes of a ballot, run at once, may each miss the others' counts: ``vote_record_and_next``
+    (every caller of the platform) then asks from its lease (``_next_after_vote``); after this function
+    alone, the sweep (``ballots_sweep``) closes such a ballot at its next run.
     """
+    recorded = _vote_record(
+        annotator=annotator,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+    )
+    return recorded.vote, recorded.created
+
+
+class _Recorded(NamedTuple):
+    """A vote as the vote functions record it: ``ballot_complete`` when its statement saw the ballot's
+    counter reach its comparisons (it has asked for the close then)."""
+
+    annotator: Annotator
+    vote: Vote | CheckAnswer
+    created: bool
+    ballot_complete: bool = False
+
+
+def _vote_record(
+    *,
+    annotator: Annotator,
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None = None,
+    now: datetime | None = None,
+) -> _Recorded:
     if annotator.excluded_at is not None:
         raise ServiceError(EXCLUDED_MESSAGE, status=403)
     now = now or timezone.now()
@@ -744,7 +789,7 @@ def vote_record(
         )
         if recorded is None:
             raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
-        return recorded[1:]
+        return recorded
     return _vote_step_by_step(
         annotator=annotator,
         assignment_id=assignment_id,
@@ -777,7 +822,8 @@ WITH target AS (
     FOR UPDATE OF a
 ),
 state AS (
-    SELECT t.*, b.status = 'open' AS ballot_open, b.number AS ballot_number, st.settings_version,
+    SELECT t.*, b.status = 'open' AS ballot_open, b.number AS ballot_number, b.comparison_count,
+           st.settings_version,
            (t.status = 'active' AND b.status = 'open' AND t.expires_at > %(now)s AND t.excluded_at IS NULL
             AND (%(choice)s <> 'tie' OR st.allow_ties)) AS may_vote
     FROM target t
@@ -808,15 +854,18 @@ marked AS (
     WHERE a.id = vote.assignment_id
     RETURNING a.id
 ),
-counter AS (
-    UPDATE collection_ballot b SET votes_recorded = b.votes_recorded + 1
-    FROM vote
-    WHERE b.id = vote.ballot_id
-    RETURNING b.votes_recorded, b.comparison_count
+counter AS (  -- this connection's part of the ballot's count (BallotCounter)
+    INSERT INTO collection_ballotcounter AS mine (ballot_id, part, votes)
+    SELECT vote.ballot_id, mod(pg_backend_pid(), %(parts)s), 1 FROM vote
+    ON CONFLICT (ballot_id, part) DO UPDATE SET votes = mine.votes + 1
+    RETURNING mine.ballot_id, mine.part, mine.votes
 )
 SELECT s.annotator_id, s.study_id, s.excluded_at, s.settings_version,
        s.status, s.ballot_open, s.ballot_number, s.expires_at <= %(now)s, s.ballot_id,
-       (SELECT count(*) FROM marked), counter.votes_recorded, counter.comparison_count, s.quality_check_id,
+       (SELECT count(*) FROM marked),
+       counter.votes + (SELECT COALESCE(SUM(other.votes), 0) FROM collection_ballotcounter other
+                        WHERE other.ballot_id = counter.ballot_id AND other.part <> counter.part),
+       s.comparison_count, s.quality_check_id,
        vote.*
 FROM state s
 LEFT JOIN vote ON TRUE
@@ -847,6 +896,7 @@ VOTE_STATEMENT = PreparedStatement(
         "now": "timestamptz",
         "choice": "text",
         "client_ms": "integer",
+        "parts": "integer",
     },
 )
 
@@ -870,6 +920,24 @@ def vote_record_by_owner(
     a vote from a browser whose cookie names its annotator is one statement; the annotator comes back
     with ``study`` attached (``collection.study_cache``). Otherwise as ``vote_record``.
     """
+    recorded = _vote_record_by_owner(
+        owners=owners,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+    )
+    return None if recorded is None else recorded[:3]
+
+
+def _vote_record_by_owner(
+    *,
+    owners: dict[int, int],
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None = None,
+    now: datetime | None = None,
+) -> _Recorded | None:
     if connection.vendor != "postgresql" or not owners:
         return None
     now = now or timezone.now()
@@ -892,7 +960,7 @@ def _vote_in_one_statement(
     client_response_ms: int | None,
     now: datetime,
     annotator: Annotator | None = None,
-) -> tuple[Annotator, Vote | CheckAnswer, bool] | None:
+) -> _Recorded | None:
     parameters = {
         "assignment": assignment_id,
         "studies": list(owners),
@@ -900,6 +968,7 @@ def _vote_in_one_statement(
         "now": now,
         "choice": choice,
         "client_ms": client_response_ms,
+        "parts": BALLOT_COUNTER_PARTS,
     }
     with connection.cursor() as cursor:
         VOTE_STATEMENT.execute(cursor, parameters)
@@ -920,15 +989,19 @@ def _vote_in_one_statement(
         if excluded_at is not None:  # first: an excluded annotator's votes in the open ballot are set aside
             raise ServiceError(EXCLUDED_MESSAGE, status=403)
         if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
-            return annotator, Vote.objects.get(assignment_id=assignment_id), False
-        if check_id is not None:  # a check's assignment: its answer, never a vote
-            return annotator, *_vote_not_taken(
+            return _Recorded(annotator, Vote.objects.get(assignment_id=assignment_id), False)
+        # A check's assignment: its answer, never a vote. A cancelled one: the statement may have
+        # waited for a close that cancelled it, and read its ballot as it was before (open), which
+        # would say "excluded"; a fresh read tells the closed ballot from an exclusion.
+        if check_id is not None or status == Assignment.Status.CANCELLED:
+            answer, created = _vote_not_taken(
                 annotator=annotator,
                 assignment_id=assignment_id,
                 choice=choice,
                 client_response_ms=client_response_ms,
                 now=now,
             )
+            return _Recorded(annotator, answer, created)
         if _tie_refused(annotator, choice):
             raise ServiceError(TIE_REFUSED)
         raise _vote_refused(
@@ -937,9 +1010,10 @@ def _vote_in_one_statement(
     values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=owner_id)
     vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
     vote.annotator = annotator
-    if recorded >= comparison_count:
+    complete = recorded >= comparison_count
+    if complete:
         ballot_close_request(ballot_id=ballot_id)
-    return annotator, vote, True
+    return _Recorded(annotator, vote, True, complete)
 
 
 # Why a vote that took no row was refused: the assignment as its owner sees it, with its ballot.
@@ -993,7 +1067,7 @@ def _vote_not_taken(
 @transaction.atomic
 def _vote_step_by_step(
     *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
-) -> tuple[Vote, bool]:
+) -> _Recorded:
     """SQLite: the vote in four raw statements inside the IMMEDIATE transaction.
 
     Each write is conditional and its row says whether the vote goes on: the assignment (the
@@ -1002,12 +1076,15 @@ def _vote_step_by_step(
     vote, and last the ballot's counter.
     """
     if _tie_refused(annotator, choice):
-        return _vote_not_taken(
-            annotator=annotator,
-            assignment_id=assignment_id,
-            choice=choice,
-            client_response_ms=client_response_ms,
-            now=now,
+        return _Recorded(
+            annotator,
+            *_vote_not_taken(
+                annotator=annotator,
+                assignment_id=assignment_id,
+                choice=choice,
+                client_response_ms=client_response_ms,
+                now=now,
+            ),
         )
     now_value = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
@@ -1020,12 +1097,15 @@ def _vote_step_by_step(
         )
         row = cursor.fetchone()
         if row is None:  # a retry, a check's assignment (its answer), or refused
-            return _vote_not_taken(
-                annotator=annotator,
-                assignment_id=assignment_id,
-                choice=choice,
-                client_response_ms=client_response_ms,
-                now=now,
+            return _Recorded(
+                annotator,
+                *_vote_not_taken(
+                    annotator=annotator,
+                    assignment_id=assignment_id,
+                    choice=choice,
+                    client_response_ms=client_response_ms,
+                    now=now,
+                ),
             )
         comparison_id, ballot_id, issued_at = row
         # A conditional UPDATE: its row says whether this vote is the one that takes the comparison.
@@ -1068,14 +1148,9 @@ def _vote_step_by_step(
             ],
         )
         (vote_id,) = cursor.fetchone()
-        # The counter row is the last one written, so votes of one ballot serialise only briefly; the
-        # transaction that brings it to comparison_count is the one that asks for the ballot to close.
-        cursor.execute(
-            "UPDATE collection_ballot SET votes_recorded = votes_recorded + 1 WHERE id = %s"
-            " RETURNING votes_recorded, comparison_count",
-            [ballot_id],
-        )
-        recorded, comparison_count = cursor.fetchone()
+    # The transaction (serialised by its write lock) that brings the count to comparison_count is the
+    # one that asks for the ballot to close.
+    recorded, comparison_count = BallotCounter.add(ballot_id=ballot_id, votes=1)
     values = {
         "id": vote_id,
         "assignment_id": assignment_id,
@@ -1093,9 +1168,10 @@ def _vote_step_by_step(
     }
     vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
     vote.annotator = annotator
-    if recorded >= comparison_count:
+    complete = recorded >= comparison_count
+    if complete:
         ballot_close_request(ballot_id=ballot_id)
-    return vote, True
+    return _Recorded(annotator, vote, True, complete)
 
 
 # --- a judgement: the vote, then the next comparison ----------------------------------------------
@@ -1115,18 +1191,18 @@ def vote_record_and_next(
     One judgement, one call: the API's vote, the voting page's form and the simulated annotators all
     go through it. Two transactions: the vote commits first (with it the close its ballot may ask
     for, which on the embedded default runs at that commit outside a request, after the response
-    within one), then the lease, so that the ballot's counter row is not held while the lease runs.
+    within one), then the lease, which also reads the ballot's count (``_next_after_vote``).
     A refused vote raises its ServiceError and leases nothing; a retried one (created False) still
     answers with the next comparison, which is the one the annotator holds while its lease runs.
     """
-    vote, created = vote_record(
+    recorded = _vote_record(
         annotator=annotator,
         assignment_id=assignment_id,
         choice=choice,
         client_response_ms=client_response_ms,
         now=now,
     )
-    return vote, created, comparison_next_for(annotator=annotator, now=now)
+    return recorded.vote, recorded.created, _next_after_vote(recorded, now=now)
 
 
 def vote_record_and_next_by_owner(
@@ -1140,7 +1216,7 @@ def vote_record_and_next_by_owner(
     """``vote_record_and_next`` for whichever of ``owners`` ({study id: annotator id}) holds the
     assignment (``vote_record_by_owner``); returns (annotator, vote, created, next), or None, with nothing
     written, when none of them holds it or the database is not PostgreSQL."""
-    recorded = vote_record_by_owner(
+    recorded = _vote_record_by_owner(
         owners=owners,
         assignment_id=assignment_id,
         choice=choice,
@@ -1149,5 +1225,28 @@ def vote_record_and_next_by_owner(
     )
     if recorded is None:
         return None
-    annotator, vote, created = recorded
-    return annotator, vote, created, comparison_next_for(annotator=annotator, now=now)
+    return recorded.annotator, recorded.vote, recorded.created, _next_after_vote(recorded, now=now)
+
+
+def _next_after_vote(recorded: _Recorded, *, now: datetime | None) -> NextResult:
+    """The lease that follows a vote; it asks for the close of the vote's ballot when it reads the
+    ballot complete and the vote's own statement did not.
+
+    A vote's statement reads the other parts of the ballot's counter as they were committed when it
+    started, so the last votes of a ballot, running at once, may each miss the others' and none see
+    the ballot complete. Each of them leases next in a statement that starts after its vote committed:
+    whichever lease starts last reads every one of those votes, so at least one of them sees the count
+    complete. The close is idempotent: two that ask cost a message, not a second close. The sweep
+    (``ballots_sweep``) is the net under both, as for a lost message.
+    """
+    result = comparison_next_for(annotator=recorded.annotator, now=now)
+    progress = result.progress
+    if (
+        recorded.created
+        and not recorded.ballot_complete
+        and isinstance(recorded.vote, Vote)
+        and progress is not None
+        and progress.ballot_voted >= progress.ballot_comparisons
+    ):
+        ballot_close_request(ballot_id=recorded.vote.ballot_id)
+    return result

@@ -61,7 +61,8 @@ REQUEST_SECONDS = Histogram(
 BALLOT_CLOSE_SECONDS = Histogram(
     "yardstick_ballot_close_duration_seconds",
     "Time the ballot close task took, by outcome: closed (it closed the ballot), already_closed "
-    "(a repeated message found it closed), missing (no such ballot).",
+    "(a repeated message found it closed), not_due (neither fully voted nor past its deadline: an "
+    "exclusion lowered its count after the vote that asked), missing (no such ballot).",
     ["outcome"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0),
     registry=None,

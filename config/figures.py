@@ -1,8 +1,8 @@
 """The figures of GET /metrics that come from the apps' rows, read when Prometheus scrapes.
 
-Votes recorded are read from the ballots' counters (``Ballot.votes_recorded``, which the vote adds to
+Votes recorded are read from the ballots' counters (``BallotCounter``, whose parts the vote adds to
 in the same transaction as the vote), summed per study: one aggregate query per scrape over the
-ballots (a few per study), nothing at all on the vote's path, and exact across every web process and
+counters' parts (at most 16 per ballot), nothing at all on the vote's path, and exact across every web process and
 host, because the database is what they share. A study's counter only grows: votes are never removed.
 """
 
@@ -25,7 +25,9 @@ class VotesRecordedCollector:
     def collect(self):
         try:
             totals = list(
-                Ballot.objects.values_list("study__slug").annotate(votes=Sum("votes_recorded")).order_by()
+                Ballot._base_manager.values_list("study__slug")  # without each ballot's own count
+                .annotate(votes=Sum("counter_parts__votes"))
+                .order_by()
             )
         except DatabaseError as exc:
             logger.warning("votes recorded unknown: the database did not answer (%s)", exc)

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from collection.lifecycle import ballot_close, ballot_close_wait_seconds
-from collection.models import Ballot, Comparison
+from collection.models import Ballot, BallotCounter, Comparison
 from collection.voting import NextReason, comparison_next_for
 from tests.collection.test_api import next_of, session_annotator
 from tests.collection.test_views import join, page
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def _fully_voted_but_open(ballot: Ballot) -> None:
     """The state between the last vote of a ballot and its close: every comparison voted, still open."""
     Comparison.objects.filter(ballot=ballot).update(status=Comparison.Status.VOTED)
-    Ballot.objects.filter(pk=ballot.pk).update(votes_recorded=ballot.comparison_count)
+    BallotCounter.add(ballot_id=ballot.pk, votes=ballot.comparison_count)
 
 
 @pytest.fixture

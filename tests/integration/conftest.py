@@ -136,6 +136,7 @@ def eager_tasks():
     """Run tasks in-process in an integration test that starts no worker (nothing left on the broker)."""
     from config.celery import app
 
+    app.loader.import_default_modules()  # the tasks' modules, as a worker imports them at its start
     previous = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
     yield

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from collection.lifecycle import ballot_close
 from collection.models import Assignment, Ballot, ItemScore, Study, Vote
-from collection.voting import comparison_next_for, vote_record
+from collection.voting import comparison_next_for, vote_record, vote_record_and_next
 from tests.factories import annotators, make_study
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -44,10 +44,14 @@ def test_concurrent_annotators_never_receive_the_same_comparison(eager_tasks):
     lock = threading.Lock()
 
     def vote_all(number):
+        # As the API and the voting page do: each vote's answer carries the next comparison. The last
+        # votes, run at once, may not see each other's counts; the lease after each one closes it.
         annotator = crowd[number]
-        while (result := comparison_next_for(annotator=annotator)).assignment is not None:
-            assignment = result.assignment
-            vote, created = vote_record(annotator=annotator, assignment_id=assignment.pk, choice="left")
+        result = comparison_next_for(annotator=annotator)
+        while (assignment := result.assignment) is not None:
+            vote, created, result = vote_record_and_next(
+                annotator=annotator, assignment_id=assignment.pk, choice="left" if number % 3 else "right"
+            )
             with lock:
                 handed.append((assignment.comparison_id, annotator.pk))
                 stored.append((vote.pk, created))

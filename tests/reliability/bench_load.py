@@ -227,7 +227,9 @@ def settle(stack: Stack, slugs: list[str], timeout: float) -> None:
         with psycopg.connect(stack.database_url, autocommit=True) as db:
             (pending,) = db.execute(
                 """SELECT count(*) FROM collection_ballot b JOIN collection_study s ON s.id = b.study_id
-                   WHERE s.slug = ANY(%s) AND b.status = 'open' AND b.votes_recorded >= b.comparison_count""",
+                   WHERE s.slug = ANY(%s) AND b.status = 'open'
+                     AND (SELECT COALESCE(SUM(part.votes), 0) FROM collection_ballotcounter part
+                          WHERE part.ballot_id = b.id) >= b.comparison_count""",
                 [slugs],
             ).fetchone()
         if pending == 0:

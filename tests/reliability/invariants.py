@@ -110,14 +110,17 @@ INVARIANTS = [
     ),
     Invariant(
         "ballot_counter_equals_votes",
-        "each ballot's vote counter equals its votes",
+        "each ballot's vote counter (the sum of its parts) equals its votes",
         f"""
-        SELECT b.id AS ballot, b.number, b.votes_recorded, count(v.id) AS votes
-        FROM collection_ballot b
-        LEFT JOIN collection_vote v ON v.ballot_id = b.id
-        WHERE b.study_id IN {_STUDIES}
-        GROUP BY b.id, b.number, b.votes_recorded
-        HAVING b.votes_recorded <> count(v.id)
+        SELECT * FROM (
+            SELECT b.id AS ballot, b.number,
+                   (SELECT COALESCE(SUM(part.votes), 0) FROM collection_ballotcounter part
+                    WHERE part.ballot_id = b.id) AS votes_recorded,
+                   (SELECT count(*) FROM collection_vote v WHERE v.ballot_id = b.id) AS votes
+            FROM collection_ballot b
+            WHERE b.study_id IN {_STUDIES}
+        ) AS counted
+        WHERE votes_recorded <> votes
         """,
     ),
     Invariant(

@@ -52,7 +52,9 @@ def try_query(stack: Stack, sql: str, params=None) -> list[dict] | None:
 def ballots(stack: Stack, slug: str) -> list[dict]:
     return query(
         stack,
-        """SELECT b.id, b.number, b.status, b.comparison_count, b.votes_recorded, b.opened_at, b.closed_at,
+        """SELECT b.id, b.number, b.status, b.comparison_count, b.opened_at, b.closed_at,
+                  (SELECT COALESCE(SUM(part.votes), 0) FROM collection_ballotcounter part
+                   WHERE part.ballot_id = b.id) AS votes_recorded,
                   (SELECT max(v.created_at) FROM collection_vote v WHERE v.ballot_id = b.id) AS last_vote
            FROM collection_ballot b JOIN collection_study s ON s.id = b.study_id
            WHERE s.slug = %s ORDER BY b.number""",
