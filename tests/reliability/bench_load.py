@@ -3,6 +3,7 @@
     python benchmarks/bench_load.py                        # the stack as docker-compose.yml deploys it
     python benchmarks/bench_load.py --web-workers 3 --threads 8 --label "gthread 3x8"
     python benchmarks/bench_load.py --phases health,vote --env DATABASE_POOL=false
+    python benchmarks/bench_load.py --phases vote --statements   # where the database's time goes
 
 Starts the reliability harness's stack (tests/reliability/stack.py: its own PostgreSQL cluster, its own
 Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command and environment, all on
@@ -386,6 +387,49 @@ def cpu_markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+# --- the database's statements (--statements) ---------------------------------------------------
+
+STATEMENT_SETTINGS = {"shared_preload_libraries": "'pg_stat_statements'", "pg_stat_statements.track": "all"}
+STATEMENTS_SHOWN = 12
+
+
+def statements_reset(stack: Stack) -> None:
+    import psycopg
+
+    with psycopg.connect(stack.database_url, autocommit=True) as db:
+        db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        db.execute("SELECT pg_stat_statements_reset()")
+
+
+def statements_read(stack: Stack, votes: int) -> list[dict]:
+    """The statements the database ran since the reset, by their time (planning and running, which is
+    not all of the server's CPU: parsing, the protocol and the commit are not in it), per vote."""
+    import psycopg
+
+    with psycopg.connect(stack.database_url, autocommit=True) as db:
+        rows = db.execute(
+            """SELECT calls, total_exec_time + total_plan_time, regexp_replace(query, '\\s+', ' ', 'g')
+               FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               ORDER BY 2 DESC LIMIT %s""",
+            [STATEMENTS_SHOWN],
+        ).fetchall()
+    return [
+        {"calls_per_vote": calls / votes, "ms_per_vote": total / votes, "statement": query[:100]}
+        for calls, total, query in rows
+    ]
+
+
+def statements_markdown(report: dict) -> str:
+    rows = report.get("vote", {}).get("statements")
+    if not rows:
+        return ""
+    lines = ["| statement | calls per vote | ms per vote |", "|---|---|---|"]
+    for row in rows:
+        text = row["statement"].replace("|", "\\|")
+        lines.append(f"| `{text}` | {row['calls_per_vote']:.2f} | {row['ms_per_vote']:.3f} |")
+    return "\n".join(lines)
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -393,6 +437,11 @@ def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     main.add_argument("--label", default="", help="a name for this run in the report")
     main.add_argument("--phases", default="health,vote,crowd", help="comma-separated: health, vote, crowd")
+    main.add_argument(
+        "--statements",
+        action="store_true",
+        help="load pg_stat_statements and print the vote phase's statements, by time per vote",
+    )
     main.add_argument("--seconds", type=float, default=30, help="measured seconds of each phase")
     main.add_argument(
         "--crowd-seconds", type=float, default=None, help="of the crowd phase (default: --seconds)"
@@ -440,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         web_workers=web_workers,
         environment=environment,
         keep=args.keep,
+        postgres_settings=STATEMENT_SETTINGS if args.statements else {},
     )
     signal.signal(signal.SIGALRM, _stop_at_time_limit)
     signal.signal(signal.SIGTERM, _stop_at_time_limit)
@@ -469,12 +519,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             log(f"health: {report['health']}")
         if "vote" in phases:
+            if args.statements:
+                statements_reset(stack)
             report["vote"] = asyncio.run(
                 annotator_phase(
                     stack.base_url, "bench", annotators=VOTE_ANNOTATORS, think_ms=0,
                     seconds=args.seconds, prefix="bench", meter=meter,
                 )
             )  # fmt: skip
+            if args.statements and report["vote"].get("votes"):
+                report["vote"]["statements"] = statements_read(stack, report["vote"]["votes"])
             log(f"vote: {report['vote']}")
         if "health" in report and report.get("vote", {}).get("votes_per_second"):
             report["healthz_per_vote"] = round(
@@ -507,6 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(report))
     if table := cpu_markdown(report):
         print("\nWhere the CPU went (all processes of the stack, and the load generator):\n")
+        print(table)
+    if table := statements_markdown(report):
+        print("\nThe database's statements in the vote phase (pg_stat_statements: planning and running):\n")
         print(table)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))

@@ -53,6 +53,8 @@ class StackConfig:
     # Added to (or replacing) the environment of web, worker and beat: e.g. a gunicorn setting or a
     # database option the load benchmark compares (benchmarks/bench_load.py).
     environment: dict[str, str] = field(default_factory=dict)
+    # Added to the cluster's postgresql.conf, as written (quote strings): e.g. pg_stat_statements.
+    postgres_settings: dict[str, str] = field(default_factory=dict)
 
 
 def postgres_bin_dir() -> Path:
@@ -232,6 +234,7 @@ class Stack:
                 "max_connections = 200\n"
                 "track_activity_query_size = 16384\n"  # whole queries in pg_stat_activity
             )
+            conf.writelines(f"{name} = {value}\n" for name, value in self.config.postgres_settings.items())
 
     def postgres_start(self) -> None:
         log = self.log_path("postgres")
