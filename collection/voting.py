@@ -994,14 +994,13 @@ def _vote_in_one_statement(
         # waited for a close that cancelled it, and read its ballot as it was before (open), which
         # would say "excluded"; a fresh read tells the closed ballot from an exclusion.
         if check_id is not None or status == Assignment.Status.CANCELLED:
-            answer, created = _vote_not_taken(
+            return _vote_not_taken(
                 annotator=annotator,
                 assignment_id=assignment_id,
                 choice=choice,
                 client_response_ms=client_response_ms,
                 now=now,
             )
-            return _Recorded(annotator, answer, created)
         if _tie_refused(annotator, choice):
             raise ServiceError(TIE_REFUSED)
         raise _vote_refused(
@@ -1027,7 +1026,7 @@ WHERE a.id = %s AND a.annotator_id = %s
 
 def _vote_not_taken(
     *, annotator: Annotator, assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
-) -> tuple[Vote | CheckAnswer, bool]:
+) -> _Recorded:
     """A vote that took no comparison: the recorded vote or check answer of a retried request, the
     answer to the check of a check's assignment, or the ServiceError that says why nothing was taken
     (checked in the order people are told: not yours, a tie not offered, expired or closed)."""
@@ -1039,9 +1038,9 @@ def _vote_not_taken(
             raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
         status, expires_at, ballot_status, ballot_number, check_id = row
         if status == Assignment.Status.VOTED:  # a retry: the vote its first request recorded
-            return Vote.objects.get(assignment_id=assignment_id), False
+            return _Recorded(annotator, Vote.objects.get(assignment_id=assignment_id), False)
         if status == Assignment.Status.ANSWERED:  # a retry: the check answer its first request recorded
-            return CheckAnswer.objects.get(assignment_id=assignment_id), False
+            return _Recorded(annotator, CheckAnswer.objects.get(assignment_id=assignment_id), False)
         if _tie_refused(annotator, choice):
             raise ServiceError(TIE_REFUSED)
         ballot_open = ballot_status == Ballot.Status.OPEN
@@ -1057,7 +1056,7 @@ def _vote_not_taken(
             if answer is not None:
                 if not answer.correct:
                     _exclude_on_failed_checks(annotator)
-                return answer, True
+                return _Recorded(annotator, answer, True)
             if attempt == 0:
                 continue  # another request of theirs answered it (or it lapsed) meanwhile: read again
         break
@@ -1076,15 +1075,12 @@ def _vote_step_by_step(
     vote, and last the ballot's counter.
     """
     if _tie_refused(annotator, choice):
-        return _Recorded(
-            annotator,
-            *_vote_not_taken(
-                annotator=annotator,
-                assignment_id=assignment_id,
-                choice=choice,
-                client_response_ms=client_response_ms,
-                now=now,
-            ),
+        return _vote_not_taken(
+            annotator=annotator,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=client_response_ms,
+            now=now,
         )
     now_value = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
@@ -1097,15 +1093,12 @@ def _vote_step_by_step(
         )
         row = cursor.fetchone()
         if row is None:  # a retry, a check's assignment (its answer), or refused
-            return _Recorded(
-                annotator,
-                *_vote_not_taken(
-                    annotator=annotator,
-                    assignment_id=assignment_id,
-                    choice=choice,
-                    client_response_ms=client_response_ms,
-                    now=now,
-                ),
+            return _vote_not_taken(
+                annotator=annotator,
+                assignment_id=assignment_id,
+                choice=choice,
+                client_response_ms=client_response_ms,
+                now=now,
             )
         comparison_id, ballot_id, issued_at = row
         # A conditional UPDATE: its row says whether this vote is the one that takes the comparison.

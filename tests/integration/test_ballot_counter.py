@@ -27,16 +27,17 @@ def backend_pid() -> int:
         return cursor.fetchone()[0]
 
 
-def waits_for_a_lock(pid: int) -> bool:
-    """Whether the backend ``pid`` waits for a row lock, polled for up to WAIT seconds (a slow answer
-    is "not yet")."""
+def waits_for_a_lock(side: "ThreadResult") -> bool:
+    """Whether the thread's backend waits for a row lock, polled for up to WAIT seconds (a slow answer,
+    or a thread not yet connected, is "not yet")."""
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            row = cursor.fetchone()
-        if row is not None and row[0] == "Lock":
-            return True
+        if side.pid is not None:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [side.pid])
+                row = cursor.fetchone()
+            if row is not None and row[0] == "Lock":
+                return True
         time.sleep(0.05)
     return False
 
@@ -136,9 +137,7 @@ def test_a_close_waits_for_a_vote_on_its_way_and_scores_it(eager_tasks):
     alice_thread = in_thread(alice_votes_and_waits, alice_side)
     assert voted.wait(WAIT)
     close_thread = in_thread(lambda: lifecycle.ballot_close(ballot_id=ballot.pk), close_side)
-    while close_side.pid is None:
-        time.sleep(0.01)
-    assert waits_for_a_lock(close_side.pid)
+    assert waits_for_a_lock(close_side)
     commit_now.set()
     alice_thread.join(WAIT)
     close_thread.join(WAIT)
@@ -172,9 +171,7 @@ def test_a_vote_that_comes_while_its_ballot_closes_is_refused_with_nothing_writt
     alice_thread = in_thread(
         lambda: voting.vote_record(annotator=alice, assignment_id=first.pk, choice="left"), alice_side
     )
-    while alice_side.pid is None:
-        time.sleep(0.01)
-    assert waits_for_a_lock(alice_side.pid)
+    assert waits_for_a_lock(alice_side)
     go_on.set()
     close_thread.join(WAIT)
     alice_thread.join(WAIT)
