@@ -252,7 +252,7 @@ def _leases_end(ballot: Ballot) -> None:
 def ballot_close(*, ballot_id: int, now: datetime | None = None, when_due: bool = False) -> Ballot | None:
     """Close a ballot: score it (Eq. 1, 5, 6), keep the survivors, open the next ballot or finish.
 
-    Idempotent and safe under races: the ballot row is locked (``SELECT … FOR UPDATE`` on PostgreSQL,
+    Idempotent and safe under races: the ballot row is locked (``FOR NO KEY UPDATE`` on PostgreSQL,
     an IMMEDIATE transaction on SQLite) and a closed ballot is left alone, so two workers, or a rerun
     after a crash half-way (whose transaction was rolled back), give the same rows and exactly one
     next ballot. Comparisons not voted by then are cancelled, with their leases.
