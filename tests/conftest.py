@@ -25,6 +25,22 @@ def fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def celery_joins_allowed():
+    """Each test starts with Celery's "a join would block" flag cleared.
+
+    An eager ``apply_async`` sets that flag, which is one for the whole process, for the task's run and
+    then puts back the value it found. When two threads run eager tasks at once (the last votes of a
+    ballot, each asking for its close), the second finds the first's value and puts it back last, so
+    the flag stays set, and every later ``AsyncResult.get()`` in the process refuses to wait. The
+    platform never waits on a result; tests do.
+    """
+    from celery._state import _set_task_join_will_block
+
+    _set_task_join_will_block(False)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def empty_cache():
     # Rate-limit counts and failed logins live in the cache: each test starts with none.
     from django.core.cache import cache
