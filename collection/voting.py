@@ -904,32 +904,6 @@ _VOTE_ATTNAMES = [field.attname for field in Vote._meta.concrete_fields]
 _OWNER_ATTNAMES = ["id", "study_id", "excluded_at"]
 
 
-def vote_record_by_owner(
-    *,
-    owners: dict[int, int],
-    assignment_id: int,
-    choice: str,
-    client_response_ms: int | None = None,
-    now: datetime | None = None,
-) -> tuple[Annotator, Vote | CheckAnswer, bool] | None:
-    """PostgreSQL: record the vote of whichever of ``owners`` ({study id: annotator id}, the signed
-    cookie's) holds the assignment; returns (annotator, vote, created), or None when none of them holds
-    it (then nothing was written, and the caller finds the request's annotator another way).
-
-    The vote's own statement finds the holder, with their study's settings version and exclusion, so
-    a vote from a browser whose cookie names its annotator is one statement; the annotator comes back
-    with ``study`` attached (``collection.study_cache``). Otherwise as ``vote_record``.
-    """
-    recorded = _vote_record_by_owner(
-        owners=owners,
-        assignment_id=assignment_id,
-        choice=choice,
-        client_response_ms=client_response_ms,
-        now=now,
-    )
-    return None if recorded is None else recorded[:3]
-
-
 def _vote_record_by_owner(
     *,
     owners: dict[int, int],
@@ -938,6 +912,14 @@ def _vote_record_by_owner(
     client_response_ms: int | None = None,
     now: datetime | None = None,
 ) -> _Recorded | None:
+    """PostgreSQL: record the vote of whichever of ``owners`` ({study id: annotator id}, the signed
+    cookie's) holds the assignment, or return None when none of them holds it (then nothing was
+    written, and the caller finds the request's annotator another way).
+
+    The vote's own statement finds the holder, with their study's settings version and exclusion, so
+    a vote from a browser whose cookie names its annotator is one statement; the annotator comes back
+    with ``study`` attached (``collection.study_cache``). Otherwise as ``vote_record``.
+    """
     if connection.vendor != "postgresql" or not owners:
         return None
     now = now or timezone.now()
@@ -1207,7 +1189,7 @@ def vote_record_and_next_by_owner(
     now: datetime | None = None,
 ) -> tuple[Annotator, Vote | CheckAnswer, bool, NextResult] | None:
     """``vote_record_and_next`` for whichever of ``owners`` ({study id: annotator id}) holds the
-    assignment (``vote_record_by_owner``); returns (annotator, vote, created, next), or None, with nothing
+    assignment (``_vote_record_by_owner``); returns (annotator, vote, created, next), or None, with nothing
     written, when none of them holds it or the database is not PostgreSQL."""
     recorded = _vote_record_by_owner(
         owners=owners,
