@@ -136,6 +136,9 @@ def _sparse_simple_graph(degrees: np.ndarray, rng: np.random.Generator) -> np.nd
         bad = _bad_edges(edges, n)
         if bad.size == 0:
             return edges
+        if bad.size == edge_count:  # every edge bad: no swap has a good partner, ever; pair afresh
+            edges = rng.permutation(slots).reshape(-1, 2)
+            continue
         # Swap every bad edge (u, v) with a random partner (x, y): (u, x), (v, y) or (u, y), (v, x).
         # Only swaps whose two edges appear in no other swap of this round are applied.
         partners = rng.integers(edge_count, size=bad.size)

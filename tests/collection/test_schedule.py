@@ -89,3 +89,15 @@ def test_uniform_schedule_spreads_comparisons_as_evenly_as_possible():
 def test_impossible_schedules_are_refused(call, message):
     with pytest.raises(ValueError, match=message):
         call(np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("seed", [381, 602, 2611, 2989])
+def test_a_pairing_whose_every_pair_is_bad_is_drawn_again_not_given_up(seed):
+    # Six items twice each: for these seeds the swaps reached six self-pairs, where no swap has a good
+    # partner; the draw used to stop there with an error (a ballot's close then failed).
+    from collection.schedule import _sparse_simple_graph
+
+    edges = _sparse_simple_graph(np.full(6, 2), np.random.default_rng([seed, 2]))
+    assert np.bincount(edges.ravel(), minlength=6).tolist() == [2] * 6
+    assert (edges[:, 0] != edges[:, 1]).all()
+    assert len({tuple(sorted(edge)) for edge in edges.tolist()}) == 6
