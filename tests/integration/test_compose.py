@@ -243,6 +243,10 @@ def test_web_worker_and_beat_start_with_their_compose_commands(
         200,
         {"status": "ok", "database": "postgresql"},
     )
+    processes.wait_for(  # config/gunicorn.conf.py's post_worker_init ran in the worker
+        "the web worker froze its start-up objects",
+        lambda: "objects loaded at start out of the garbage collector" in processes.log("web"),
+    )
     assert processes.wait_for(f"pong from {node}", lambda: ping(node, env)) == {node: {"ok": "pong"}}
     processes.wait_for("'beat: Starting' in the beat log", lambda: "beat: Starting" in processes.log("beat"))
     processes.wait_for(

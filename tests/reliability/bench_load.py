@@ -4,6 +4,7 @@
     python benchmarks/bench_load.py --web-workers 3 --threads 8 --label "gthread 3x8"
     python benchmarks/bench_load.py --phases health,vote --env DATABASE_POOL=false
     python benchmarks/bench_load.py --phases vote --statements   # where the database's time goes
+    python benchmarks/bench_load.py --phases health,health-wrk,vote --seconds 15   # the two ratios only
 
 Starts the reliability harness's stack (tests/reliability/stack.py: its own PostgreSQL cluster, its own
 Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command and environment, all on
@@ -12,14 +13,21 @@ Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command 
 
 - **health**: 50 closed-loop clients on ``/healthz/`` (one ``SELECT 1``): the server's own floor,
   in requests/s;
+- **health-wrk** (left out when Debian's ``wrk`` is not installed): the same 50 clients on
+  ``/healthz/`` from wrk, a generator in C. On two cores the Python generator of **health** uses
+  about 0.9 of a core itself and is what limits that phase, so the floor it measures is its own;
+  wrk's, measured with the server's CPU to spare, is the server's. The issue's ratio is the one with
+  the same generator for both phases; the second ratio, wrk's floor over the same votes/s, says what
+  a vote costs the server;
 - **vote**: 50 scripted annotators (tests/reliability/load.py) who first join (the entry page and
   consent, timed apart), then vote with no think time: next → vote → next, or vote → vote when the
   vote's answer carries the next comparison. Votes/s, and the latency of ``vote`` and ``next``;
 - **crowd**: 500 annotators pausing 2 s (exponential, mean 2 s) per comparison, their first
   comparisons spread over 2 s (not measured): latency p95 and errors (5xx and network errors).
 
-"A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run;
-the goal of issue 9 is N ≤ 3. Afterwards: the resident memory of every gunicorn worker, and the
+"A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run
+with the same generator; the goal of issue 9 is N ≤ 3. "… of wrk's healthz requests" divides wrk's
+floor by the same votes/s instead. Afterwards: the resident memory of every gunicorn worker, and the
 invariants of tests/reliability/invariants.py on both studies. Prints a Markdown table (and, with
 ``--json``, writes every figure). The run stops by itself (``--time-limit``) and stops all it started.
 """
@@ -32,7 +40,9 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -54,6 +64,7 @@ CROWD_THINK_MS = 2000
 JOIN_CONCURRENCY = 50  # annotators joining at once before a phase's measured window
 # docker-compose.yml's choices for the web service that the stack does not set itself.
 DEPLOYED_VARIABLES = ("WEB_THREADS", "DATABASE_POOL", "DATABASE_POOL_MAX_SIZE", "CONN_MAX_AGE")
+DEFAULT_PHASES = "health,health-wrk,vote,crowd"
 GOAL_HEALTHZ_PER_VOTE = 3.0
 GOAL_CROWD_P95_MS = 100.0
 GOAL_WORKER_RSS_MB = 150.0
@@ -126,6 +137,50 @@ async def health_phase(base_url: str, *, clients: int, seconds: float, meter=Non
         "failures": failures,
         "generator_cpu_percent": round(100 * (time.process_time() - cpu) / elapsed),
         **latency_figures(latencies),
+    }
+
+
+def wrk_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dict:
+    """``clients`` connections of wrk (a load generator in C, Debian's ``wrk``) on /healthz/ for
+    ``seconds``: the server's floor when the generator is not what limits it. The Python generator
+    of ``health_phase`` uses most of a core for its 50 clients on two cores, so the floor it
+    measures is partly its own; this one is the server's (with wrk's own CPU in ``generator``)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("the health-wrk phase needs wrk (Debian: apt-get install wrk)")
+    command = [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--latency", f"{base_url}/healthz/"]
+    children_before = os.times()
+    cpu_before = meter() if meter else None
+    started = time.monotonic()
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    elapsed = time.monotonic() - started
+    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
+    children_after = os.times()
+    wrk_cpu = (children_after.children_user - children_before.children_user) + (
+        children_after.children_system - children_before.children_system
+    )
+    cores["generator"] = round(wrk_cpu / elapsed, 3)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    failed = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+
+    def latency_ms(percent: int) -> float | None:
+        found = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", output, re.MULTILINE)
+        if not found:
+            return None
+        scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[found.group(2)]
+        return round(float(found.group(1)) * scale, 1)
+
+    return {
+        "cores": cores,
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "requests_per_second": rate,
+        "failures": (int(failed.group(1)) if failed else 0)
+        + (sum(int(n) for n in errors.groups()) if errors else 0),
+        "generator_cpu_percent": round(100 * wrk_cpu / elapsed),
+        "p50_ms": latency_ms(50),
+        "p99_ms": latency_ms(99),
     }
 
 
@@ -260,6 +315,43 @@ def _tree_cpu_seconds(pid: int) -> float:
     return total + sum(_tree_cpu_seconds(int(child)) for child in children)
 
 
+# PostgreSQL's processes by the title each gives itself (``postgres: walwriter``); a client's
+# connection is titled with its user, database and address, and counts as a backend.
+_POSTGRES_KINDS = {
+    "checkpointer": "checkpointer",
+    "background writer": "background writer",
+    "walwriter": "walwriter",
+    "autovacuum": "autovacuum",
+}
+
+
+def _postgres_cpu_seconds(postmaster: int) -> dict[str, float]:
+    """CPU seconds of PostgreSQL's processes by kind, as ``postgres/<kind>`` (they add up to
+    ``postgres``): the client backends, autovacuum, the WAL writer, the checkpointer, the background
+    writer, and ``ended`` (the postmaster and the processes that have exited, autovacuum workers and
+    closed connections among them: it cannot tell them apart)."""
+    figures = {f"postgres/{kind}": 0.0 for kind in [*sorted(set(_POSTGRES_KINDS.values())), "backends"]}
+    figures["postgres/ended"] = _process_cpu_seconds(postmaster, with_children=True)
+    try:
+        children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
+    except OSError:
+        children = []
+    for child in children:
+        try:
+            title = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        title = title.removeprefix("postgres: ")
+        kind = next((kind for prefix, kind in _POSTGRES_KINDS.items() if prefix in title), "backends")
+        figures[f"postgres/{kind}"] += _tree_cpu_seconds(int(child))
+    return figures
+
+
+def _parts(figures: dict[str, float]) -> list[str]:
+    """The stack's parts in a snapshot, without PostgreSQL's breakdown (``postgres/<kind>``)."""
+    return sorted(name for name in figures if "/" not in name)
+
+
 def cpu_snapshot(stack: Stack) -> dict[str, float]:
     """CPU seconds used so far by each part of the stack and by this load generator."""
     roots = {name: process.pid for name, process in stack.processes.items()}
@@ -268,6 +360,8 @@ def cpu_snapshot(stack: Stack) -> dict[str, float]:
     except (OSError, ValueError, IndexError):
         pass
     snapshot = {name: _tree_cpu_seconds(pid) for name, pid in roots.items()}
+    if "postgres" in roots:
+        snapshot.update(_postgres_cpu_seconds(roots["postgres"]))
     times = os.times()
     snapshot["generator"] = times.user + times.system
     return snapshot
@@ -282,7 +376,7 @@ def wait_until_quiet(stack: Stack, *, timeout: float = 300.0, log=print) -> floa
     while time.monotonic() - started < timeout:
         time.sleep(2.0)
         after = cpu_snapshot(stack)
-        busy = sum(after[name] - before.get(name, 0.0) for name in after if name != "generator") / 2.0
+        busy = sum(after[name] - before.get(name, 0.0) for name in _parts(after) if name != "generator") / 2.0
         if busy < 0.1:
             return time.monotonic() - started
         before = after
@@ -332,6 +426,19 @@ def markdown(report: dict) -> str:
                 f"≤ {GOAL_HEALTHZ_PER_VOTE:g}",
             )
         )
+    wrk = report.get("health_wrk")
+    if wrk:
+        rows.append(
+            (
+                f"`/healthz/` requests/s, wrk ({wrk['clients']} connections)",
+                f"{wrk['requests_per_second']:,.0f}",
+                "",
+            )
+        )
+    if wrk and vote and vote["votes_per_second"]:
+        rows.append(
+            ("… a vote costs N of wrk's healthz requests", f"{report['wrk_healthz_per_vote']:.1f}", "")
+        )
     if crowd:
         rows += [
             (
@@ -366,20 +473,27 @@ def cpu_markdown(report: dict) -> str:
     """Where the CPU went: cores used by each part, and CPU ms per healthz request and per vote."""
     phases = [
         (name, report[name], rate)
-        for name, rate in (("health", "requests_per_second"), ("vote", "votes_per_second"))
+        for name, rate in (
+            ("health", "requests_per_second"),
+            ("health_wrk", "requests_per_second"),
+            ("vote", "votes_per_second"),
+        )
         if report.get(name, {}).get("cores") and report[name].get(rate)
     ]
     if not phases:
         return ""
-    parts = sorted({part for _, figures, _ in phases for part in figures["cores"]})
+    parts = sorted({part for _, figures, _ in phases for part in _parts(figures["cores"])})
+    kinds = sorted({part for _, figures, _ in phases for part in figures["cores"]} - set(parts))
     header = ["part"] + [
-        f"{name}: cores, CPU ms per {'request' if name == 'health' else 'vote'}" for name, _, _ in phases
+        f"{name}: cores, CPU ms per {'vote' if name == 'vote' else 'request'}" for name, _, _ in phases
     ]
     rows = [header]
-    for part in [*parts, "all"]:
-        cells = [part]
+    for part in [*parts, "all", *kinds]:
+        cells = [part.replace("postgres/", "… postgres: ")]
         for _, figures, rate in phases:
-            cores = sum(figures["cores"].values()) if part == "all" else figures["cores"].get(part, 0.0)
+            cores = figures["cores"].get(part, 0.0)
+            if part == "all":
+                cores = sum(figures["cores"][name] for name in _parts(figures["cores"]))
             cells.append(f"{cores:.2f}, {1000 * cores / figures[rate]:.2f}")
         rows.append(cells)
     lines = ["| " + " | ".join(row) + " |" for row in rows]
@@ -436,7 +550,11 @@ def statements_markdown(report: dict) -> str:
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     main.add_argument("--label", default="", help="a name for this run in the report")
-    main.add_argument("--phases", default="health,vote,crowd", help="comma-separated: health, vote, crowd")
+    main.add_argument(
+        "--phases",
+        default=None,
+        help="comma-separated: health, health-wrk, vote, crowd (default: all; health-wrk if wrk is installed)",
+    )
     main.add_argument(
         "--statements",
         action="store_true",
@@ -469,7 +587,10 @@ def _stop_at_time_limit(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    phases = {phase.strip() for phase in args.phases.split(",") if phase.strip()}
+    phases = {phase.strip() for phase in (args.phases or DEFAULT_PHASES).split(",") if phase.strip()}
+    if args.phases is None and shutil.which("wrk") is None:
+        phases.discard("health-wrk")
+        print("wrk is not installed: the health-wrk phase is left out", file=sys.stderr)
     environment = {}
     for name in DEPLOYED_VARIABLES:  # as docker-compose.yml deploys it, unless --env says otherwise
         if (value := compose_default(name)) is not None:
@@ -518,6 +639,11 @@ def main(argv: list[str] | None = None) -> int:
                 health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds, meter=meter)
             )
             log(f"health: {report['health']}")
+        if "health-wrk" in phases:
+            report["health_wrk"] = wrk_phase(
+                stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds, meter=meter
+            )
+            log(f"health-wrk: {report['health_wrk']}")
         if "vote" in phases:
             if args.statements:
                 statements_reset(stack)
@@ -533,6 +659,10 @@ def main(argv: list[str] | None = None) -> int:
         if "health" in report and report.get("vote", {}).get("votes_per_second"):
             report["healthz_per_vote"] = round(
                 report["health"]["requests_per_second"] / report["vote"]["votes_per_second"], 2
+            )
+        if "health_wrk" in report and report.get("vote", {}).get("votes_per_second"):
+            report["wrk_healthz_per_vote"] = round(
+                report["health_wrk"]["requests_per_second"] / report["vote"]["votes_per_second"], 2
             )
         if "crowd" in phases:
             report["crowd"] = asyncio.run(
