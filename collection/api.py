@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collection import exclusion, jobs, lifecycle, pools, selectors, studies, voting
-from collection.identity import annotator_of_assignment, remembered_annotators
+from collection.identity import annotator_of_assignment, remembered_annotator_of_study, remembered_annotators
 from collection.models import Annotator, Exclusion, Study, StudyChange, StudyJob
 from collection.permissions import (
     AnnotatorSessionAuthentication,
@@ -480,10 +480,15 @@ class ComparisonNextView(AnnotatorEndpoint):
         ],
     )
     def get(self, request, slug: str):
-        study = get_or_404(
-            Study.objects, f"there is no study {slug!r}; check the link you were given", slug=slug
-        )
-        annotator = consented_annotator(request, study)
+        # A browser whose cookie names its annotator here: the annotator and the study in one query.
+        annotator = remembered_annotator_of_study(request, slug)
+        if annotator is not None:
+            study = annotator.study
+        else:
+            study = get_or_404(
+                Study.objects, f"there is no study {slug!r}; check the link you were given", slug=slug
+            )
+        annotator = consented_annotator(request, study, annotator)
         result = voting.comparison_next_for(annotator=annotator)
         if result.assignment is None:
             headers = {"X-Yardstick-Reason": result.reason}

@@ -66,6 +66,24 @@ def annotator_key(request) -> str | None:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
+def remembered_annotator_of_study(request, slug: str) -> Annotator | None:
+    """The annotator the signed cookie names in the study ``slug``, with its ``study`` attached, in one
+    query (a ``GET next`` then reads neither the study nor the annotator again); None when the cookie
+    names nobody there, and the caller finds the study and its annotator as ``annotator_from_request``
+    does (a login, a session from before the cookie, or nobody)."""
+    remembered = remembered_annotators(request)
+    if not remembered:
+        return None
+    annotator = (
+        Annotator.objects.select_related("study")
+        .filter(study__slug=slug, pk__in=list(remembered.values()))
+        .first()
+    )
+    if annotator is None or remembered.get(annotator.study_id) != annotator.pk:
+        return None  # the cookie names that annotator for another study: not a way in
+    return annotator
+
+
 def annotator_from_request(
     request, study: Study, *, create: bool = False, participant_id: str | None = None
 ) -> Annotator | None:

@@ -81,9 +81,11 @@ class AnnotatorSessionScheme(SessionScheme):
         }
 
 
-def consented_annotator(request, study: Study) -> Annotator:
-    """The request's annotator in ``study``, refused (403) without one or before consent."""
-    annotator = annotator_from_request(request, study)
+def consented_annotator(request, study: Study, annotator: Annotator | None = None) -> Annotator:
+    """The request's annotator in ``study`` (``annotator`` when the caller found it already), refused
+    (403) without one or before consent."""
+    if annotator is None:
+        annotator = annotator_from_request(request, study)
     link = study.get_absolute_url()
     if annotator is None:
         raise PermissionDenied(

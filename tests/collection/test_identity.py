@@ -194,3 +194,50 @@ def test_the_annotators_endpoints_answer_json_whatever_the_accept_header_asks():
         HTTP_X_CSRFTOKEN=token, HTTP_ACCEPT="text/html",
     )  # fmt: skip
     assert (refused.status_code, refused["Content-Type"]) == (404, "application/json")
+
+
+def test_get_next_reads_the_cookies_annotator_and_its_study_in_one_query():
+    study = make_study()
+    client = Client()
+    annotator = join(client, study, "p-1")
+    with CaptureQueriesContext(connection) as asked:
+        response = next_of(client, study)
+    assert response.status_code == 200
+    reads = [q["sql"] for q in asked.captured_queries if 'FROM "collection_annotator"' in q["sql"]]
+    assert len(reads) == 1 and 'JOIN "collection_study"' in reads[0]
+    assert not any(q["sql"].lstrip().startswith('SELECT "collection_study"') for q in asked.captured_queries)
+    held = Annotator.objects.get(pk=annotator.pk).assignments.get(status="active")
+    assert response.json()["assignment"] == held.pk
+
+
+def test_a_signed_cookie_that_names_an_annotator_for_another_study_is_no_way_into_theirs():
+    # Only the server signs the cookie, and it writes each study's own annotator: a pair that says
+    # otherwise (study B → an annotator of study A) opens neither study.
+    study, other = make_study(), make_study()
+    annotator = annotator_consent(annotator=annotator_for(study=study, participant_id="p-1"))
+    client = Client()
+    client.cookies[ANNOTATOR_COOKIE] = signing.dumps({str(other.pk): annotator.pk}, salt=SALT, compress=True)
+    response = next_of(client, study)
+    assert response.status_code == 403
+    assert "you are not an annotator of this study yet" in response.json()["detail"]
+    assert annotator.assignments.count() == 0
+
+
+def test_get_next_with_the_cookie_still_says_what_is_missing():
+    study = make_study()
+    client = Client()
+    join(client, study, "p-1")
+    missing = client.get("/api/studies/no-such-study/next/", HTTP_ACCEPT="application/json")
+    assert (missing.status_code, missing.json()["detail"]) == (
+        404,
+        "there is no study 'no-such-study'; check the link you were given",
+    )
+    # Through the study link, not yet past the consent form: the cookie names an annotator who has
+    # not agreed to take part, and gets no comparison.
+    newcomer = Client()
+    newcomer.get(reverse("collection:entry", args=[study.slug]), {"participant": "p-2"})
+    assert ANNOTATOR_COOKIE in newcomer.cookies
+    refused = next_of(newcomer, study)
+    assert refused.status_code == 403
+    assert "you have not agreed to take part yet" in refused.json()["detail"]
+    assert not Annotator.objects.filter(participant_id="p-2", assignments__isnull=False).exists()
