@@ -24,7 +24,7 @@ keepalive = 75
 
 def post_worker_init(worker):
     """Once the worker has loaded Django: move every object alive now (modules, models, URL patterns,
-    the metrics kernels: about 120,000 objects) out of the garbage collector's reach.
+    REST framework's and numpy's objects: about 120,000) out of the garbage collector's reach.
 
     A full collection traverses every tracked object while holding the GIL, so it stops all the
     worker's threads: 59 to 61 ms on a 2-core host with this application loaded, and it came once
