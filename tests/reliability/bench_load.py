@@ -22,6 +22,11 @@ Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command 
 - **vote**: 50 scripted annotators (tests/reliability/load.py) who first join (the entry page and
   consent, timed apart), then vote with no think time: next → vote → next, or vote → vote when the
   vote's answer carries the next comparison. Votes/s, and the latency of ``vote`` and ``next``;
+- **vote-wrk** (left out without wrk): the vote phase with wrk as the generator
+  (``judgements.lua``): 50 annotators join from Python first, then each of wrk's 50 threads is one of
+  them, in the same closed loop. With **health-wrk**, the issue's ratio with the same generator for
+  both phases and a generator that is not what limits either: "a vote costs N healthz requests, both
+  from wrk" is the figure to read;
 - **crowd**: 500 annotators pausing 2 s (exponential, mean 2 s) per comparison, their first
   comparisons asked for within 2 s: latency p95 of the requests sent after those 2 s (the goal's
   steady state), the first comparisons' latency apart (the arrival of the whole crowd at once, a
@@ -67,7 +72,8 @@ CROWD_THINK_MS = 2000
 JOIN_CONCURRENCY = 50  # annotators joining at once before a phase's measured window
 # docker-compose.yml's choices for the web service that the stack does not set itself.
 DEPLOYED_VARIABLES = ("WEB_THREADS", "DATABASE_POOL", "DATABASE_POOL_MAX_SIZE", "CONN_MAX_AGE")
-DEFAULT_PHASES = "health,health-wrk,vote,crowd"
+DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd"
+WRK_PHASES = {"health-wrk", "vote-wrk"}
 GOAL_HEALTHZ_PER_VOTE = 3.0
 GOAL_CROWD_P95_MS = 100.0
 GOAL_WORKER_RSS_MB = 150.0
@@ -184,6 +190,84 @@ def wrk_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dic
         "generator_cpu_percent": round(100 * wrk_cpu / elapsed),
         "p50_ms": latency_ms(50),
         "p99_ms": latency_ms(99),
+    }
+
+
+async def join_annotators(base_url: str, slug: str, *, annotators: int, prefix: str) -> list[str]:
+    """``annotators`` join the study through its link (entry page and consent) as ``Annotator`` does;
+    returns, for each who joined, the Cookie header of their browser and their CSRF token, tab-separated."""
+    config = LoadConfig(base_url=base_url, slug=slug, annotators=annotators, participant_prefix=prefix)
+    recorder, stop = Recorder(), asyncio.Event()
+    players = [Annotator(number, config, recorder, stop) for number in range(annotators)]
+    gate = asyncio.Semaphore(JOIN_CONCURRENCY)
+
+    async def join(player: Annotator) -> str | None:
+        async with gate:
+            if not await player.join():
+                return None
+        cookie = "; ".join(f"{c.name}={c.value}" for c in player.client.cookies.jar)
+        return f"{cookie}\t{player.client.cookies['csrftoken']}"
+
+    try:
+        joined = await asyncio.wait_for(asyncio.gather(*(join(p) for p in players)), timeout=300)
+    finally:
+        await asyncio.gather(*(p.client.aclose() for p in players))
+    return [line for line in joined if line is not None]
+
+
+def wrk_vote_phase(
+    base_url: str, slug: str, *, annotators: int, seconds: float, prefix: str, run_dir: Path, meter=None
+) -> dict:
+    """The vote phase with wrk as the generator (``judgements.lua``): ``annotators`` join first (from
+    Python, not timed), then each of wrk's threads is one of them, judging in a closed loop with no
+    think time for ``seconds``. With the health-wrk phase, the issue's ratio with the same generator for
+    both phases, and a generator that is not what limits either (wrk uses about a tenth of a core)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("the vote-wrk phase needs wrk (Debian: apt-get install wrk)")
+    lines = asyncio.run(join_annotators(base_url, slug, annotators=annotators, prefix=prefix))
+    credentials = run_dir / f"{prefix}-credentials.tsv"
+    credentials.write_text("".join(f"{line}\n" for line in lines))
+    script = Path(__file__).with_name("judgements.lua")
+    command = [
+        wrk, f"-t{len(lines)}", f"-c{len(lines)}", f"-d{seconds:g}s", "-s", str(script), base_url,
+        "--", str(credentials), f"/api/studies/{slug}/next/",
+    ]  # fmt: skip
+    children_before = os.times()
+    cpu_before = meter() if meter else None
+    started = time.monotonic()
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    elapsed = time.monotonic() - started
+    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
+    children_after = os.times()
+    wrk_cpu = (children_after.children_user - children_before.children_user) + (
+        children_after.children_system - children_before.children_system
+    )
+    cores["generator"] = round(wrk_cpu / elapsed, 3)
+    found = re.search(r"^judgements: (.*)$", output, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"wrk printed no judgements line:\n{output}")
+    counts = {name: int(value) for name, value in (pair.split("=") for pair in found.group(1).split())}
+    return {
+        "cores": cores,
+        "annotators": annotators,
+        "joined": len(lines),
+        "seconds": round(elapsed, 1),
+        "votes": counts["votes_created"],
+        "votes_per_second": round(counts["votes_created"] / elapsed, 1),
+        "requests": counts["requests"],
+        "outcomes": {
+            "vote 201": counts["votes_created"],
+            "vote other": counts["votes_other"],
+            "vote without next": counts["votes_without_next"],
+            "next 200": counts["nexts_ok"],
+            "next other": counts["nexts_other"],
+        },
+        "errors": counts["server_errors"] + counts["socket_errors"],
+        "p50_ms": round(counts["p50_us"] / 1000, 1),
+        "p95_ms": round(counts["p95_us"] / 1000, 1),
+        "p99_ms": round(counts["p99_us"] / 1000, 1),
+        "generator_cpu_percent": round(100 * wrk_cpu / elapsed),
     }
 
 
@@ -451,6 +535,25 @@ def markdown(report: dict) -> str:
         rows.append(
             ("… a vote costs N of wrk's healthz requests", f"{report['wrk_healthz_per_vote']:.1f}", "")
         )
+    vote_wrk = report.get("vote_wrk")
+    if vote_wrk:
+        rows += [
+            (
+                f"votes/s, wrk ({vote_wrk['joined']} annotators, no think time)",
+                f"{vote_wrk['votes_per_second']:,.1f}",
+                "",
+            ),
+            ("… `vote` and `next` p50 / p95 ms, errors", f"{vote_wrk['p50_ms']:g} / {vote_wrk['p95_ms']:g}, "
+             f"{vote_wrk['errors']}", "0 errors"),
+        ]  # fmt: skip
+    if wrk and vote_wrk and vote_wrk["votes_per_second"]:
+        rows.append(
+            (
+                "**a vote costs N healthz requests, both from wrk**",
+                f"**{report['wrk_healthz_per_wrk_vote']:.1f}**",
+                f"≤ {GOAL_HEALTHZ_PER_VOTE:g}",
+            )
+        )
     if crowd:
         rows += [
             (
@@ -494,6 +597,7 @@ def cpu_markdown(report: dict) -> str:
             ("health", "requests_per_second"),
             ("health_wrk", "requests_per_second"),
             ("vote", "votes_per_second"),
+            ("vote_wrk", "votes_per_second"),
         )
         if report.get(name, {}).get("cores") and report[name].get(rate)
     ]
@@ -502,7 +606,8 @@ def cpu_markdown(report: dict) -> str:
     parts = sorted({part for _, figures, _ in phases for part in _parts(figures["cores"])})
     kinds = sorted({part for _, figures, _ in phases for part in figures["cores"]} - set(parts))
     header = ["part"] + [
-        f"{name}: cores, CPU ms per {'vote' if name == 'vote' else 'request'}" for name, _, _ in phases
+        f"{name}: cores, CPU ms per {'vote' if name.startswith('vote') else 'request'}"
+        for name, _, _ in phases
     ]
     rows = [header]
     for part in [*parts, "all", *kinds]:
@@ -570,7 +675,8 @@ def parser() -> argparse.ArgumentParser:
     main.add_argument(
         "--phases",
         default=None,
-        help="comma-separated: health, health-wrk, vote, crowd (default: all; health-wrk if wrk is installed)",
+        help="comma-separated: health, health-wrk, vote, vote-wrk, crowd (default: all; the wrk phases if wrk "
+        "is installed)",
     )
     main.add_argument(
         "--statements",
@@ -606,8 +712,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     phases = {phase.strip() for phase in (args.phases or DEFAULT_PHASES).split(",") if phase.strip()}
     if args.phases is None and shutil.which("wrk") is None:
-        phases.discard("health-wrk")
-        print("wrk is not installed: the health-wrk phase is left out", file=sys.stderr)
+        phases -= WRK_PHASES
+        print("wrk is not installed: the health-wrk and vote-wrk phases are left out", file=sys.stderr)
     environment = {}
     for name in DEPLOYED_VARIABLES:  # as docker-compose.yml deploys it, unless --env says otherwise
         if (value := compose_default(name)) is not None:
@@ -646,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.start()
         slugs = []
         for slug in ("bench", "crowd"):
-            if (slug == "bench" and "vote" in phases) or (slug == "crowd" and "crowd" in phases):
+            if (slug == "bench" and phases & {"vote", "vote-wrk"}) or (slug == "crowd" and "crowd" in phases):
                 log(f"seeding {slug}: {stack.seed_study(slug=slug, tokens=45, appearances=20, ballots=7)}")
                 slugs.append(slug)
         asyncio.run(health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=3))  # warm-up
@@ -673,6 +779,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.statements and report["vote"].get("votes"):
                 report["vote"]["statements"] = statements_read(stack, report["vote"]["votes"])
             log(f"vote: {report['vote']}")
+        if "vote-wrk" in phases:
+            report["vote_wrk"] = wrk_vote_phase(
+                stack.base_url, "bench", annotators=VOTE_ANNOTATORS, seconds=args.seconds,
+                prefix="wrk", run_dir=stack.run_dir, meter=meter,
+            )  # fmt: skip
+            log(f"vote-wrk: {report['vote_wrk']}")
+        if "health_wrk" in report and report.get("vote_wrk", {}).get("votes_per_second"):
+            report["wrk_healthz_per_wrk_vote"] = round(
+                report["health_wrk"]["requests_per_second"] / report["vote_wrk"]["votes_per_second"], 2
+            )
         if "health" in report and report.get("vote", {}).get("votes_per_second"):
             report["healthz_per_vote"] = round(
                 report["health"]["requests_per_second"] / report["vote"]["votes_per_second"], 2
