@@ -54,6 +54,28 @@ INVARIANTS = [
         """,
     ),
     Invariant(
+        "ballot_of_assignment_and_vote",
+        "every assignment's ballot is its comparison's, or for a check a ballot of the check's study; every "
+        "vote's ballot is its comparison's (a foreign key keeps the ballot existing, not the right one)",
+        f"""
+        SELECT 'assignment' AS row, a.id, a.ballot_id AS ballot, c.ballot_id AS expected
+        FROM collection_assignment a
+        LEFT JOIN collection_comparison c ON c.id = a.comparison_id
+        LEFT JOIN collection_check q ON q.id = a.quality_check_id
+        LEFT JOIN collection_ballot b ON b.id = a.ballot_id
+        WHERE a.annotator_id IN (SELECT id FROM collection_annotator WHERE study_id IN {_STUDIES})
+          AND (b.id IS NULL
+               OR (a.comparison_id IS NOT NULL AND a.ballot_id IS DISTINCT FROM c.ballot_id)
+               OR (a.quality_check_id IS NOT NULL AND b.study_id IS DISTINCT FROM q.study_id))
+        UNION ALL
+        SELECT 'vote', v.id, v.ballot_id, c.ballot_id
+        FROM collection_vote v
+        JOIN collection_comparison c ON c.id = v.comparison_id
+        WHERE v.annotator_id IN (SELECT id FROM collection_annotator WHERE study_id IN {_STUDIES})
+          AND v.ballot_id IS DISTINCT FROM c.ballot_id
+        """,
+    ),
+    Invariant(
         "check_answer_matches_its_assignment",
         "every answer to a check has its assignment marked answered, for the same annotator and check; "
         "every assignment marked answered has its answer (a check is answered, never voted)",
