@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from collections.abc import Callable, Iterable
 
 from celery import current_app
@@ -31,14 +32,24 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 
+_discovery = threading.Lock()
+
+
 def task_named(name: str):
     """The task registered under ``name``.
 
     Every installed app's ``tasks`` module is imported on the first look-up of a name not registered
     yet (Celery's autodiscovery, which a worker runs at start). An unknown name is a KeyError.
+
+    One thread at a time discovers: Celery's autodiscovery is not safe to run in several threads at
+    once, and a web process's threads look their first task up together (the votes and GET nexts at
+    a ballot's end all ask for its close). Seven of eight threads that did so at once got
+    ``NotRegistered``, after the vote they had committed (tests/common/test_task_names.py).
     """
     if name not in current_app.tasks:
-        current_app.autodiscover_tasks(force=True)
+        with _discovery:
+            if name not in current_app.tasks:
+                current_app.autodiscover_tasks(force=True)
     return current_app.tasks[name]
 
 
