@@ -3,7 +3,8 @@
 The defaults are the ones measured on a 2-core host (BENCHMARKS.md, "The server as deployed"):
 ``WEB_CONCURRENCY`` processes of ``WEB_THREADS`` threads each. More than one thread gives gthread
 workers, whose threads wait on the database and Redis while another runs Python; one thread gives
-sync workers. ``GUNICORN_CMD_ARGS`` and the command line override anything set here.
+sync workers. The gthread worker is gunicorn's with one change (``config/gunicorn_worker.py``): a new
+connection waits for its first request in the poller, not in one of the few threads. ``GUNICORN_CMD_ARGS`` and the command line override anything set here.
 """
 
 import gc
@@ -12,7 +13,7 @@ import os
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
 threads = int(os.environ.get("WEB_THREADS") or 4)
-worker_class = "gthread" if threads > 1 else "sync"
+worker_class = "config.gunicorn_worker.PollerThreadWorker" if threads > 1 else "sync"
 accesslog = "-"
 # Kept-alive connections let the voting page's script reuse one connection for next and vote. An
 # annotator thinks for seconds between votes, sometimes a minute: a connection closed after gunicorn's
