@@ -72,8 +72,8 @@ CROWD_THINK_MS = 2000
 JOIN_CONCURRENCY = 50  # annotators joining at once before a phase's measured window
 # docker-compose.yml's choices for the web service that the stack does not set itself.
 DEPLOYED_VARIABLES = ("WEB_THREADS", "DATABASE_POOL", "DATABASE_POOL_MAX_SIZE", "CONN_MAX_AGE")
-DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd"
-WRK_PHASES = {"health-wrk", "vote-wrk"}
+DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd,crowd-wrk"
+WRK_PHASES = {"health-wrk", "vote-wrk", "crowd-wrk"}
 GOAL_HEALTHZ_PER_VOTE = 3.0
 GOAL_CROWD_P95_MS = 100.0
 GOAL_WORKER_RSS_MB = 150.0
@@ -215,28 +215,35 @@ async def join_annotators(base_url: str, slug: str, *, annotators: int, prefix: 
     return [line for line in joined if line is not None]
 
 
-def wrk_vote_phase(
-    base_url: str, slug: str, *, annotators: int, seconds: float, prefix: str, run_dir: Path, meter=None
+def run_judgements_wrk(
+    base_url: str,
+    slug: str,
+    *,
+    credentials: Path,
+    annotators: int,
+    seconds: float,
+    think_ms: float = 0,
+    spread_ms: float = 0,
+    held_in: Path | None = None,
+    held_out: Path | None = None,
+    meter=None,
 ) -> dict:
-    """The vote phase with wrk as the generator (``judgements.lua``): ``annotators`` join first (from
-    Python, not timed), then each of wrk's threads is one of them, judging in a closed loop with no
-    think time for ``seconds``. With the health-wrk phase, the issue's ratio with the same generator for
-    both phases, and a generator that is not what limits either (wrk uses about a tenth of a core)."""
+    """One run of wrk with ``judgements.lua``: ``annotators`` threads and connections, one annotator
+    each (the lines of ``credentials``), for ``seconds``; the votes, outcomes, latencies and CPU."""
     wrk = shutil.which("wrk")
     if wrk is None:
-        raise SystemExit("the vote-wrk phase needs wrk (Debian: apt-get install wrk)")
-    lines = asyncio.run(join_annotators(base_url, slug, annotators=annotators, prefix=prefix))
-    credentials = run_dir / f"{prefix}-credentials.tsv"
-    credentials.write_text("".join(f"{line}\n" for line in lines))
+        raise SystemExit("the wrk phases need wrk (Debian: apt-get install wrk)")
     script = Path(__file__).with_name("judgements.lua")
     command = [
-        wrk, f"-t{len(lines)}", f"-c{len(lines)}", f"-d{seconds:g}s", "-s", str(script), base_url,
-        "--", str(credentials), f"/api/studies/{slug}/next/",
+        wrk, f"-t{annotators}", f"-c{annotators}", f"-d{math.ceil(seconds)}s", "--timeout", "30s", "-s", str(script),
+        base_url, "--", str(credentials), f"/api/studies/{slug}/next/", f"{think_ms:g}", f"{spread_ms:g}",
+        str(held_in or "-"), str(held_out or "-"),
     ]  # fmt: skip
     children_before = os.times()
     cpu_before = meter() if meter else None
     started = time.monotonic()
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    output = finished.stdout
     elapsed = time.monotonic() - started
     cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
     children_after = os.times()
@@ -251,13 +258,16 @@ def wrk_vote_phase(
     return {
         "cores": cores,
         "annotators": annotators,
-        "joined": len(lines),
+        "think_ms": think_ms,
         "seconds": round(elapsed, 1),
         "votes": counts["votes_created"],
         "votes_per_second": round(counts["votes_created"] / elapsed, 1),
         "requests": counts["requests"],
         "outcomes": {
             "vote 201": counts["votes_created"],
+            "vote 200": counts["votes_already"],
+            "vote 409": counts["votes_refused"],
+            "vote 429": counts["votes_throttled"],
             "vote other": counts["votes_other"],
             "vote without next": counts["votes_without_next"],
             "next 200": counts["nexts_ok"],
@@ -268,7 +278,75 @@ def wrk_vote_phase(
         "p95_ms": round(counts["p95_us"] / 1000, 1),
         "p99_ms": round(counts["p99_us"] / 1000, 1),
         "generator_cpu_percent": round(100 * wrk_cpu / elapsed),
+        "unexpected_answers": finished.stderr.splitlines()[:20],  # judgements.lua's: votes not 2xx/409/429
     }
+
+
+def joined_credentials(base_url: str, slug: str, *, annotators: int, prefix: str, run_dir: Path) -> Path:
+    """``annotators`` join from Python (not timed); the file of their credentials for judgements.lua."""
+    lines = asyncio.run(join_annotators(base_url, slug, annotators=annotators, prefix=prefix))
+    if len(lines) != annotators:
+        raise RuntimeError(f"{annotators - len(lines)} of {annotators} annotators could not join")
+    credentials = run_dir / f"{prefix}-credentials.tsv"
+    credentials.write_text("".join(f"{line}\n" for line in lines))
+    return credentials
+
+
+def wrk_vote_phase(
+    base_url: str, slug: str, *, annotators: int, seconds: float, prefix: str, run_dir: Path, meter=None
+) -> dict:
+    """The vote phase with wrk as the generator (``judgements.lua``): ``annotators`` join first (from
+    Python, not timed), then each of wrk's threads is one of them, judging in a closed loop with no
+    think time for ``seconds``. With the health-wrk phase, the issue's ratio with the same generator for
+    both phases, and a generator that is not what limits either (wrk uses about a tenth of a core)."""
+    credentials = joined_credentials(base_url, slug, annotators=annotators, prefix=prefix, run_dir=run_dir)
+    report = run_judgements_wrk(
+        base_url, slug, credentials=credentials, annotators=annotators, seconds=seconds, meter=meter
+    )
+    return {**report, "joined": annotators}
+
+
+def wrk_crowd_phase(
+    base_url: str,
+    slug: str,
+    *,
+    annotators: int,
+    think_ms: float,
+    seconds: float,
+    prefix: str,
+    run_dir: Path,
+    meter=None,
+) -> dict:
+    """The crowd phase with wrk as the generator: ``annotators`` join (from Python), then two runs of
+    wrk. The first, the arrivals: each annotator's first GET next at a uniform time within one think
+    time, then judgements with think time for one think time more (its latencies are those of the
+    arrivals and of the first judgements). The second, measured: the same annotators, each starting
+    from the comparison they held, judge for ``seconds``. On two cores the Python generator of the
+    crowd phase takes half a core from the server; wrk takes a few hundredths."""
+    credentials = joined_credentials(base_url, slug, annotators=annotators, prefix=prefix, run_dir=run_dir)
+    held = run_dir / f"{prefix}-held.txt"
+    arrivals = run_judgements_wrk(
+        base_url, slug, credentials=credentials, annotators=annotators, seconds=2 * think_ms / 1000,
+        think_ms=think_ms, spread_ms=think_ms, held_out=held,
+    )  # fmt: skip
+    steady = run_judgements_wrk(
+        base_url, slug, credentials=credentials, annotators=annotators, seconds=seconds,
+        think_ms=think_ms, held_in=held, meter=meter,
+    )  # fmt: skip
+    return {**steady, "joined": annotators, "arrivals": arrivals}
+
+
+LAG_PROBE_SECONDS = 0.01
+
+
+async def event_loop_lag(lags: list[float], stop: asyncio.Event) -> None:
+    """Until ``stop``: how late the generator's own event loop wakes a 10 ms sleep, in seconds. A
+    response that arrives while the loop is busy with other annotators waits that long before it is
+    read, and its measured latency includes the wait: the generator's share of the percentiles."""
+    while not stop.is_set():
+        asked = time.monotonic()
+        await asyncio.sleep(LAG_PROBE_SECONDS)
+        lags.append(max(0.0, time.monotonic() - asked - LAG_PROBE_SECONDS))
 
 
 async def annotator_phase(
@@ -306,12 +384,15 @@ async def annotator_phase(
     window_start = recorder.now()
     cpu, started = time.process_time(), time.monotonic()
     cpu_before = meter() if meter else None
+    lags: list[float] = []
+    lag_task = asyncio.create_task(event_loop_lag(lags, stop))
     await asyncio.wait(tasks, timeout=seconds)
     window_end = recorder.now()
     elapsed = time.monotonic() - started
     generator_cpu = time.process_time() - cpu
     cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else None
     stop.set()
+    await lag_task
     await asyncio.wait(tasks, timeout=10)
     for task in tasks:
         task.cancel()
@@ -351,6 +432,7 @@ async def annotator_phase(
         "errors": errors,
         "outcomes": dict(sorted(outcomes.items())),
         "generator_cpu_percent": round(100 * generator_cpu / elapsed),
+        "generator_lag": latency_figures(lags),
     }
 
 
@@ -572,6 +654,36 @@ def markdown(report: dict) -> str:
                 "0 errors",
             ),
         ]
+        if crowd.get("generator_lag", {}).get("requests"):
+            lag = crowd["generator_lag"]
+            rows.append(
+                (
+                    "… the generator's own event-loop lag p50 / p95 ms (part of the latencies)",
+                    f"{_ms(lag, 'p50_ms')} / {_ms(lag, 'p95_ms')}",
+                    "",
+                )
+            )
+    crowd_wrk = report.get("crowd_wrk")
+    if crowd_wrk:
+        arrivals = crowd_wrk["arrivals"]
+        think = f"{crowd_wrk['think_ms'] / 1000:g} s"
+        rows += [
+            (
+                f"{crowd_wrk['joined']} annotators, {think} think, wrk: p50 / p95 ms",
+                f"{crowd_wrk['p50_ms']:g} / {crowd_wrk['p95_ms']:g}",
+                f"p95 < {GOAL_CROWD_P95_MS:g}",
+            ),
+            (
+                f"… their arrivals within {think} and first judgements: p50 / p95 ms",
+                f"{arrivals['p50_ms']:g} / {arrivals['p95_ms']:g}",
+                "",
+            ),
+            (
+                "… votes/s, errors (5xx, network) of both",
+                f"{crowd_wrk['votes_per_second']:,.1f}, {crowd_wrk['errors'] + arrivals['errors']}",
+                "0 errors",
+            ),
+        ]
     if report.get("worker_rss_mb"):
         sizes = report["worker_rss_mb"]
         rows.append(
@@ -598,6 +710,7 @@ def cpu_markdown(report: dict) -> str:
             ("health_wrk", "requests_per_second"),
             ("vote", "votes_per_second"),
             ("vote_wrk", "votes_per_second"),
+            ("crowd_wrk", "votes_per_second"),
         )
         if report.get(name, {}).get("cores") and report[name].get(rate)
     ]
@@ -606,7 +719,7 @@ def cpu_markdown(report: dict) -> str:
     parts = sorted({part for _, figures, _ in phases for part in _parts(figures["cores"])})
     kinds = sorted({part for _, figures, _ in phases for part in figures["cores"]} - set(parts))
     header = ["part"] + [
-        f"{name}: cores, CPU ms per {'vote' if name.startswith('vote') else 'request'}"
+        f"{name}: cores, CPU ms per {'request' if name.startswith('health') else 'vote'}"
         for name, _, _ in phases
     ]
     rows = [header]
@@ -751,8 +864,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stack.start()
         slugs = []
-        for slug in ("bench", "crowd"):
-            if (slug == "bench" and phases & {"vote", "vote-wrk"}) or (slug == "crowd" and "crowd" in phases):
+        for slug, used_by in (
+            ("bench", {"vote", "vote-wrk"}),
+            ("crowd", {"crowd"}),
+            ("crowdwrk", {"crowd-wrk"}),
+        ):
+            if phases & used_by:
                 log(f"seeding {slug}: {stack.seed_study(slug=slug, tokens=45, appearances=20, ballots=7)}")
                 slugs.append(slug)
         asyncio.run(health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=3))  # warm-up
@@ -805,6 +922,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )  # fmt: skip
             log(f"crowd: {report['crowd']}")
+        if "crowd-wrk" in phases:
+            report["crowd_wrk"] = wrk_crowd_phase(
+                stack.base_url, "crowdwrk", annotators=CROWD_ANNOTATORS, think_ms=CROWD_THINK_MS,
+                seconds=args.crowd_seconds or args.seconds, prefix="crowdwrk", run_dir=stack.run_dir,
+                meter=meter,
+            )  # fmt: skip
+            log(f"crowd-wrk: {report['crowd_wrk']}")
         report["worker_rss_mb"] = worker_rss_mb(stack)
         if slugs:
             settle(stack, slugs, timeout=3 * stack.config.sweep_seconds)

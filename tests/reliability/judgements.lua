@@ -1,14 +1,24 @@
--- The vote phase's closed loop, driven by wrk (a load generator in C) instead of Python: the
--- annotators' judgements as the voting page makes them. Used by bench_load.py's vote-wrk phase:
+-- The annotators' closed loop, driven by wrk (a load generator in C) instead of Python: judgements as
+-- the voting page makes them. Used by bench_load.py's vote-wrk and crowd-wrk phases:
 --
---     wrk -t50 -c50 -d15s -s judgements.lua http://127.0.0.1:8114 -- CREDENTIALS /api/studies/bench/next/
+--     wrk -t50 -c50 -d15s --timeout 30s -s judgements.lua http://127.0.0.1:8114 -- \
+--         CREDENTIALS /api/studies/bench/next/ THINK_MS SPREAD_MS HELD_IN HELD_OUT
 --
 -- One annotator per wrk thread, so run it with as many threads as connections: each thread has a Lua
 -- state of its own, and that state is the annotator (its cookies, its CSRF token, the comparison it
 -- holds). CREDENTIALS holds one line per annotator who has already joined, "Cookie header<TAB>token",
--- in the order of the threads. The first request is GET next; each vote's answer (201) carries the next
--- comparison, which the following vote judges; without one, GET next again after a short pause. The
--- choice is left or right at random: the cost of a vote on the server does not depend on it.
+-- in the order of the threads. Without a comparison the annotator asks GET next; each vote's answer
+-- (201) carries the next comparison, which the following vote judges; an answer without one sends the
+-- annotator back to GET next after a short pause. The choice is left or right at random: the cost of a
+-- vote on the server does not depend on it.
+--
+-- THINK_MS: the mean think time (exponential) between a comparison and its vote; 0 for none.
+-- SPREAD_MS: the first GET next of each annotator is sent at a uniform time within it (arrivals).
+-- HELD_IN, HELD_OUT ("-" for none): files of one line per annotator, the assignment they hold (or an
+-- empty line). A run that reads HELD_IN starts where the run that wrote it as HELD_OUT stopped: its
+-- annotators think, then vote on the comparison they hold, so that a measured run is in its steady
+-- state from its start. wrk's latencies count from a request's sending to its answer: think time and
+-- pauses are not in them.
 
 local threads = {}
 
@@ -17,25 +27,56 @@ function setup(thread)
   thread:set("index", #threads)
 end
 
-function init(args)
-  local file = assert(io.open(args[1], "r"))
-  local number = 0
+local function line_of(path, number)
+  local file = assert(io.open(path, "r"))
+  local found = nil
+  local current = 0
   for line in file:lines() do
-    number = number + 1
-    if number == index then
-      cookie, token = line:match("^(.-)\t(.-)$")
+    current = current + 1
+    if current == number then
+      found = line
+      break
     end
   end
   file:close()
-  assert(cookie, "no credentials for thread " .. index)
+  return found
+end
+
+function init(args)
+  local line = assert(line_of(args[1], index), "no credentials for thread " .. index)
+  cookie, token = line:match("^(.-)\t(.-)$")
   next_path = args[2]
+  think_ms = tonumber(args[3] or "0")
+  spread_ms = tonumber(args[4] or "0")
+  held_out = args[6] or "-"
+  assignment = nil
+  if (args[5] or "-") ~= "-" then
+    assignment = tonumber(line_of(args[5], index) or "")
+  end
   math.randomseed(index)
-  assignment, sent, pause = nil, nil, 0
-  votes_created, votes_other, votes_without_next, nexts_ok, nexts_other, server_errors = 0, 0, 0, 0, 0, 0
+  first, sent, pause = true, nil, 0
+  votes_created, votes_already, votes_refused, votes_throttled, votes_other, votes_without_next = 0, 0, 0, 0, 0, 0
+  nexts_ok, nexts_other, server_errors = 0, 0, 0
+end
+
+local function think()
+  if think_ms <= 0 then
+    return 0
+  end
+  return math.floor(-think_ms * math.log(1 - math.random()))
 end
 
 function delay()
-  return pause
+  local wait = 0
+  if assignment ~= nil then
+    wait = think()  -- memoryless: a carried comparison's first vote waits as any other
+  elseif first then
+    wait = math.floor(math.random() * spread_ms)
+  else
+    wait = pause
+  end
+  first = false
+  return wait
 end
 
 function request()
@@ -61,8 +102,15 @@ function response(status, headers, body)
   if sent == "vote" then
     if status == 201 then
       votes_created = votes_created + 1
+    elseif status == 200 then  -- recorded by an earlier request: a vote sent again
+      votes_already = votes_already + 1
+    elseif status == 409 then  -- the lease expired or the ballot closed
+      votes_refused = votes_refused + 1
+    elseif status == 429 then  -- over a rate limit: GET next after the pause, as the page would
+      votes_throttled = votes_throttled + 1
     else
       votes_other = votes_other + 1
+      io.stderr:write(string.format("vote answered %d: %s\n", status, body:sub(1, 300)))
     end
     -- 201 or 200 carry the next comparison in "next" (null when there is none); anything else: GET next.
     assignment = tonumber(body:match('"next"%s*:%s*{%s*"assignment"%s*:%s*(%d+)'))
@@ -84,12 +132,22 @@ end
 
 function done(summary, latency, requests)
   local totals = {
-    votes_created = 0, votes_other = 0, votes_without_next = 0, nexts_ok = 0, nexts_other = 0, server_errors = 0,
+    votes_created = 0, votes_already = 0, votes_refused = 0, votes_throttled = 0, votes_other = 0,
+    votes_without_next = 0, nexts_ok = 0, nexts_other = 0, server_errors = 0,
   }
   for _, thread in ipairs(threads) do
     for name, _ in pairs(totals) do
       totals[name] = totals[name] + thread:get(name)
     end
+  end
+  local held_out = threads[1] and threads[1]:get("held_out") or "-"
+  if held_out ~= "-" then
+    local file = assert(io.open(held_out, "w"))
+    for _, thread in ipairs(threads) do
+      local held = thread:get("assignment")
+      file:write((held and string.format("%d", held) or "") .. "\n")
+    end
+    file:close()
   end
   local line = {}
   for name, value in pairs(totals) do
