@@ -31,12 +31,18 @@ Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command 
   comparisons asked for within 2 s: latency p95 of the requests sent after those 2 s (the goal's
   steady state), the first comparisons' latency apart (the arrival of the whole crowd at once, a
   harsher start than a crowd platform's, which fills 500 places in minutes), and errors (5xx and
-  network errors) of both.
+  network errors) of both. The Python generator's own event-loop lag is reported too: how late its loop wakes a 10 ms sleep,
+  which is part of every latency it measures;
+- **crowd-wrk** (left out without wrk): the crowd with wrk as the generator. The 500 join from
+  Python; a first wrk run is their arrival (each one's GET next at a uniform time within the think
+  time, then judgements with think time, for two think times: its latencies are reported apart);
+  a second, measured run starts from the comparison each one held. wrk takes a few hundredths of a
+  core where the Python crowd takes half of one of the two, so these are the server's latencies.
 
 "A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run
 with the same generator; the goal of issue 9 is N ≤ 3. "… of wrk's healthz requests" divides wrk's
 floor by the same votes/s instead. Afterwards: the resident memory of every gunicorn worker, and the
-invariants of tests/reliability/invariants.py on both studies. Prints a Markdown table (and, with
+invariants of tests/reliability/invariants.py on every study the run used. Prints a Markdown table (and, with
 ``--json``, writes every figure). The run stops by itself (``--time-limit``) and stops all it started.
 """
 
