@@ -6,14 +6,14 @@ and then our worker can go)."""
 from __future__ import annotations
 
 import http.client
-import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+
+from tests.reliability.fuzz import stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS = 2
@@ -56,12 +56,7 @@ def gunicorn(worker_class: str):
                 time.sleep(0.1)
         yield port
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_server(process)
 
 
 def get(port: int, *, timeout: float) -> int:

@@ -155,6 +155,24 @@ async def health_phase(base_url: str, *, clients: int, seconds: float, meter=Non
     }
 
 
+def run_metered(command: list[str], meter=None) -> tuple[subprocess.CompletedProcess, float, dict, float]:
+    """Runs a load generator's ``command`` to its end: what it printed, the seconds it took, the
+    cores each part of the stack used meanwhile (``meter``) with the generator's own as
+    ``generator``, and the generator's CPU seconds."""
+    children_before = os.times()
+    cpu_before = meter() if meter else None
+    started = time.monotonic()
+    finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    elapsed = time.monotonic() - started
+    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
+    children_after = os.times()
+    generator_cpu = (children_after.children_user - children_before.children_user) + (
+        children_after.children_system - children_before.children_system
+    )
+    cores["generator"] = round(generator_cpu / elapsed, 3)
+    return finished, elapsed, cores, generator_cpu
+
+
 def wrk_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dict:
     """``clients`` connections of wrk (a load generator in C, Debian's ``wrk``) on /healthz/ for
     ``seconds``: the server's floor when the generator is not what limits it. The Python generator
@@ -164,17 +182,8 @@ def wrk_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dic
     if wrk is None:
         raise SystemExit("the health-wrk phase needs wrk (Debian: apt-get install wrk)")
     command = [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--latency", f"{base_url}/healthz/"]
-    children_before = os.times()
-    cpu_before = meter() if meter else None
-    started = time.monotonic()
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    elapsed = time.monotonic() - started
-    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
-    children_after = os.times()
-    wrk_cpu = (children_after.children_user - children_before.children_user) + (
-        children_after.children_system - children_before.children_system
-    )
-    cores["generator"] = round(wrk_cpu / elapsed, 3)
+    finished, elapsed, cores, wrk_cpu = run_metered(command, meter)
+    output = finished.stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     failed = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
@@ -245,18 +254,8 @@ def run_judgements_wrk(
         base_url, "--", str(credentials), f"/api/studies/{slug}/next/", f"{think_ms:g}", f"{spread_ms:g}",
         str(held_in or "-"), str(held_out or "-"),
     ]  # fmt: skip
-    children_before = os.times()
-    cpu_before = meter() if meter else None
-    started = time.monotonic()
-    finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    finished, elapsed, cores, wrk_cpu = run_metered(command, meter)
     output = finished.stdout
-    elapsed = time.monotonic() - started
-    cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
-    children_after = os.times()
-    wrk_cpu = (children_after.children_user - children_before.children_user) + (
-        children_after.children_system - children_before.children_system
-    )
-    cores["generator"] = round(wrk_cpu / elapsed, 3)
     found = re.search(r"^judgements: (.*)$", output, re.MULTILINE)
     if found is None:
         raise RuntimeError(f"wrk printed no judgements line:\n{output}")
