@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import math
 import os
@@ -287,9 +288,20 @@ def run_judgements_wrk(
     }
 
 
+def run_coroutine(coroutine):
+    """``asyncio.run``, in a thread of its own when this one already runs an event loop (a test after
+    Playwright's synchronous API, which keeps one running in the main thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, coroutine).result()
+
+
 def joined_credentials(base_url: str, slug: str, *, annotators: int, prefix: str, run_dir: Path) -> Path:
     """``annotators`` join from Python (not timed); the file of their credentials for judgements.lua."""
-    lines = asyncio.run(join_annotators(base_url, slug, annotators=annotators, prefix=prefix))
+    lines = run_coroutine(join_annotators(base_url, slug, annotators=annotators, prefix=prefix))
     if len(lines) != annotators:
         raise RuntimeError(f"{annotators - len(lines)} of {annotators} annotators could not join")
     credentials = run_dir / f"{prefix}-credentials.tsv"
