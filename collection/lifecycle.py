@@ -161,14 +161,19 @@ def ballot_close_request(*, ballot_id: int, after_response: bool = True) -> None
     )
 
 
-# The wait told while a ballot closes, when no close of the study has been measured yet: the sweep
-# interval (settings, SWEEP_SECONDS), within which the sweep closes a fully voted ballot whose task was
-# lost. The bounds keep a page from reloading several times a second, or from waiting for ever.
+# The bounds of the wait told while a ballot closes keep a page from reloading several times a second,
+# or from waiting for ever.
 MIN_CLOSE_WAIT_SECONDS = 2
 MAX_CLOSE_WAIT_SECONDS = 600
 # Margin on the estimate: a close of the same size varies (the database's cache, the machine's load),
 # and a page that reloads too early costs a request and shows the wait again.
 CLOSE_WAIT_MARGIN = 1.5
+# A close's seconds per comparison before any close of the study has been measured: about four times
+# what ballot 1 of the demo-sized study took on a 2-core host (0.27 s for 9,900 comparisons,
+# BENCHMARKS.md, "the close of a ballot"), so that a slower host is covered too; a study's first close
+# then calibrates the estimate. The sweep interval told before it made annotators at the end of a
+# first ballot wait 15 s for a close of 0.07 s (BENCHMARKS.md, the ballots-wrk phase).
+CLOSE_SECONDS_PER_COMPARISON_PRIOR = 1e-4
 
 
 def ballot_close_wait_seconds(
@@ -179,18 +184,23 @@ def ballot_close_wait_seconds(
     The closes already measured in the study (``Ballot.close_seconds``) give the seconds per
     comparison, since a close's work (its votes, the next ballot's comparisons) grows with its
     comparisons; times the closing ballot's comparisons, with a margin of half, plus one second for
-    the page to reload. Before any close was measured: the sweep interval. Bounded to 2 to 600 s.
+    the page to reload. Before any close of the study was measured, the seconds per comparison are
+    ``CLOSE_SECONDS_PER_COMPARISON_PRIOR``. With no ballot to go by (``comparison_count`` None: none
+    is open while the study runs, which the sweep repairs), the sweep interval. Bounded to 2 to 600 s.
     ``comparison_count`` stands for ``ballot.comparison_count`` where the caller read it without the row.
     """
     if ballot is not None:
         comparison_count = ballot.comparison_count
-    measured = Ballot.objects.filter(study_id=study_id, close_seconds__isnull=False).aggregate(
-        seconds=Sum("close_seconds"), comparisons=Sum("comparison_count")
-    )
-    if comparison_count is None or not measured["comparisons"]:
+    if comparison_count is None:
         estimate = _sweep_seconds()
     else:
-        per_comparison = measured["seconds"] / measured["comparisons"]
+        measured = Ballot.objects.filter(study_id=study_id, close_seconds__isnull=False).aggregate(
+            seconds=Sum("close_seconds"), comparisons=Sum("comparison_count")
+        )
+        if measured["comparisons"]:
+            per_comparison = measured["seconds"] / measured["comparisons"]
+        else:
+            per_comparison = CLOSE_SECONDS_PER_COMPARISON_PRIOR
         estimate = per_comparison * comparison_count * CLOSE_WAIT_MARGIN + 1
     return int(min(max(math.ceil(estimate), MIN_CLOSE_WAIT_SECONDS), MAX_CLOSE_WAIT_SECONDS))
 

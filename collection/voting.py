@@ -89,7 +89,12 @@ EXCLUDED_MESSAGE = (
 )
 
 
-ALL_LEASED_MAX_RETRY_SECONDS = 60
+# The wait told to an annotator who finds every comparison left in the ballot leased to others: about
+# one judgement (a crowd of 500 takes about 3 s per judgement, issue 9). Those leases are mostly voted
+# on within that time, which completes the ballot, or one lapses and comes free. Told to wait a lease's
+# length (60 s), the annotators at the end of a ballot sat out the ballots that followed it
+# (BENCHMARKS.md, the ballots-wrk phase).
+ALL_LEASED_RETRY_SECONDS = 3
 
 
 @dataclass
@@ -118,7 +123,7 @@ def _nothing_in_open_ballot(*, study: Study, reason: str, comparison_count: int)
     if reason == NextReason.BALLOT_CLOSING:
         retry = ballot_close_wait_seconds(study_id=study.pk, comparison_count=comparison_count)
     elif reason == NextReason.ALL_LEASED:
-        retry = min(study.lease_seconds, ALL_LEASED_MAX_RETRY_SECONDS)
+        retry = ALL_LEASED_RETRY_SECONDS  # shorter than any lease (at least 10 s)
     else:
         retry = None
     return NextResult(None, reason, retry_after_seconds=retry)

@@ -88,13 +88,19 @@ def test_the_wait_stays_between_two_seconds_and_ten_minutes(closing_second_ballo
     assert ballot_close_wait_seconds(study_id=study.pk, ballot=second) == 600
 
 
-def test_before_any_close_is_measured_the_wait_is_the_sweep_interval(settings):
+def test_before_any_close_is_measured_the_wait_is_the_prior_per_comparison(settings):
     settings.CELERY_BEAT_SCHEDULE = {"ballots-sweep": {"task": "scoring.ballots_sweep", "schedule": 40.0}}
     study = make_study()
     first = study.ballots.get()
     _fully_voted_but_open(first)
+    # 30 comparisons at 1e-4 s, times 1.5, plus 1: 1.0045 s, at least 2: a close of a few hundredths
+    # of a second is not waited for as long as the sweep interval (40 s here).
     result = comparison_next_for(annotator=annotators(study, 1)[0])
-    assert (result.reason, result.retry_after_seconds) == (NextReason.BALLOT_CLOSING, 40)
+    assert (result.reason, result.retry_after_seconds) == (NextReason.BALLOT_CLOSING, 2)
+    # A first ballot of 10^5 comparisons (10^4 items, M = 20): 10 s, times 1.5, plus 1: 16 s.
+    assert ballot_close_wait_seconds(study_id=study.pk, comparison_count=100_000) == 16
+    # No ballot to go by (none open while the study runs, which the sweep repairs): the sweep interval.
+    assert ballot_close_wait_seconds(study_id=study.pk) == 40
 
 
 def test_the_page_says_how_long_and_reloads_by_itself_then(client, closing_second_ballot):

@@ -547,11 +547,12 @@ def test_when_every_comparison_is_leased_the_page_says_when_to_come_back(client,
         status=Comparison.Status.LEASED, lease_expires_at=timezone.now() + timedelta(hours=1)
     )
     response = client.get(vote_url(study))
-    assert response.status_code == 200 and response["Retry-After"] == "60"
+    # About one judgement's time: the leases held are being voted on (voting.ALL_LEASED_RETRY_SECONDS).
+    assert response.status_code == 200 and response["Retry-After"] == "3"
     shown = page(response)
     assert shown.text["nothing-heading"] == "All comparisons are being judged right now"
-    assert "Please come back in 60 seconds: this page checks again by itself." in shown.text["nothing"]
-    assert '<meta http-equiv="refresh" content="60">' in response.content.decode()
+    assert "Please come back in 3 seconds: this page checks again by itself." in shown.text["nothing"]
+    assert '<meta http-equiv="refresh" content="3">' in response.content.decode()
 
 
 def test_when_only_pairs_already_judged_remain_the_page_says_so(client, study):

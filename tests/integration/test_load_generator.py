@@ -2,13 +2,15 @@
 and what it counts is what the server stored: the vote phase's votes/s is read from those counts."""
 
 import shutil
+import time
 from collections import Counter
 
 import pytest
 from django.db.models import F
 
 from collection.models import Assignment, Vote
-from tests.factories import make_study
+from collection.voting import ALL_LEASED_RETRY_SECONDS, comparison_next_for
+from tests.factories import annotators, make_study
 from tests.reliability.bench_load import joined_credentials, run_judgements_wrk, wrk_vote_phase
 
 pytestmark = pytest.mark.integration
@@ -55,8 +57,18 @@ def test_wrk_judges_through_the_api_and_counts_the_votes_stored(wrk, live_server
     # lease lapses within the run, so no comparison comes free again).
     assert report["outcomes"]["next 200"] == 3
     assert report["outcomes"]["vote without next"] <= 3
-    if report["outcomes"]["vote without next"]:  # then GET next was answered without a comparison
-        assert report["outcomes"]["next other"] > 0
+    # Every answer without a comparison said that the last comparisons were leased to the others, or
+    # that the ballot was closing (no Celery worker runs here), with a wait of at least 2 s
+    # (lifecycle.MIN_CLOSE_WAIT_SECONDS, voting.ALL_LEASED_RETRY_SECONDS), which the annotator waited
+    # before asking again: within the 3 s run, at most once after a vote's answer without a comparison.
+    waited = report["outcomes"]["vote without next"] + report["outcomes"]["next 204"]
+    waits = report["waits"]
+    assert waits["ballot_closing"] + waits["all_leased"] == waited
+    assert waits["finished"] == waits["none_for_you"] == waits["other"] == 0
+    assert report["outcomes"]["next 204"] <= report["outcomes"]["vote without next"]
+    if waited:
+        assert report["longest_retry_after_s"] >= 2
+    assert report["outcomes"]["next other"] == 0
 
 
 def test_a_crowd_that_thinks_starts_its_measured_run_from_the_comparisons_it_held(
@@ -98,3 +110,34 @@ def test_a_crowd_that_thinks_starts_its_measured_run_from_the_comparisons_it_hel
     total = arrivals["votes"] + measured["votes"]
     assert 4 <= measured["votes"] <= 4 * 2 / 0.1 * 2
     assert total <= Vote.objects.filter(annotator__study=study).count() <= total + 8
+
+
+def test_an_annotator_with_nothing_to_judge_waits_as_long_as_the_server_says(
+    wrk, live_server, tmp_path, rates
+):
+    rates(None, None)
+    study = make_study(tokens=3, ballot_count=1, appearances=2)  # 3 comparisons
+    for holder in annotators(study, 3):  # every comparison leased to someone else
+        assert comparison_next_for(annotator=holder).assignment is not None
+    credentials = joined_credentials(
+        live_server.url, study.slug, annotators=1, prefix="waiting", run_dir=tmp_path
+    )
+    started = time.monotonic()
+    report = run_judgements_wrk(
+        live_server.url, study.slug, credentials=credentials, annotators=1, seconds=30,
+        until=lambda: time.monotonic() - started > 5,
+    )  # fmt: skip
+
+    # Told "all leased, Retry-After 3", the annotator asks again after 3 s, as the voting page does:
+    # at 0 s and about 3 s before the run is stopped at 5 to 5.5 s; at the 250 ms used when the server
+    # names no wait, it would have asked about 20 times.
+    assert ALL_LEASED_RETRY_SECONDS == 3
+    assert 2 <= report["outcomes"]["next 204"] <= 3
+    assert report["waits"] == {
+        "all_leased": report["outcomes"]["next 204"], "ballot_closing": 0, "finished": 0, "none_for_you": 0,
+        "other": 0,
+    }  # fmt: skip
+    assert report["longest_retry_after_s"] == 3
+    assert report["votes"] == 0 and report["errors"] == 0
+    # wrk was interrupted when ``until`` said so, and still reported: not after the 30 s asked for.
+    assert report["seconds"] < 10

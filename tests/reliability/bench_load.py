@@ -37,7 +37,14 @@ Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command 
   Python; a first wrk run is their arrival (each one's GET next at a uniform time within the think
   time, then judgements with think time, for two think times: its latencies are reported apart);
   a second, measured run starts from the comparison each one held. wrk takes a few hundredths of a
-  core where the Python crowd takes half of one of the two, so these are the server's latencies.
+  core where the Python crowd takes half of one of the two, so these are the server's latencies;
+- **ballots-wrk** (left out without wrk): a whole study voted through by the crowd. A smaller study
+  (190 items, ``M = 20``, ``n_b = 5``: 1,900, 950, 480, 240 and 120 comparisons) and the crowd's
+  500 annotators thinking 2 s, driven by wrk, who wait when there is nothing to judge as the voting
+  page does (the ``Retry-After`` the server names). Per ballot boundary: the close's own seconds, the
+  seconds from the ballot's last vote to the next ballot's opening, to its first vote, and to the
+  first votes in it of half and of all of the annotators (what they waited); the answers without a
+  comparison by reason, the latencies of the whole run, and the invariants with every ballot closed.
 
 "A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run
 with the same generator; the goal of issue 9 is N ≤ 3. "… of wrk's healthz requests" divides wrk's
@@ -79,8 +86,11 @@ CROWD_THINK_MS = 2000
 JOIN_CONCURRENCY = 50  # annotators joining at once before a phase's measured window
 # docker-compose.yml's choices for the web service that the stack does not set itself.
 DEPLOYED_VARIABLES = ("WEB_THREADS", "DATABASE_POOL", "DATABASE_POOL_MAX_SIZE", "CONN_MAX_AGE")
-DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd,crowd-wrk"
-WRK_PHASES = {"health-wrk", "vote-wrk", "crowd-wrk"}
+DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd,crowd-wrk,ballots-wrk"
+WRK_PHASES = {"health-wrk", "vote-wrk", "crowd-wrk", "ballots-wrk"}
+# The study of the ballots-wrk phase: 190 items, every one of its five ballots voted within a run.
+BALLOTS_PLAN = {"tokens": 20, "appearances": 20, "ballots": 5}
+BALLOTS_SECONDS = 150  # the most the ballots-wrk phase runs; it stops once the study is finished
 GOAL_HEALTHZ_PER_VOTE = 3.0
 GOAL_CROWD_P95_MS = 100.0
 GOAL_WORKER_RSS_MB = 150.0
@@ -156,14 +166,20 @@ async def health_phase(base_url: str, *, clients: int, seconds: float, meter=Non
     }
 
 
-def run_metered(command: list[str], meter=None) -> tuple[subprocess.CompletedProcess, float, dict, float]:
-    """Runs a load generator's ``command`` to its end: what it printed, the seconds it took, the
-    cores each part of the stack used meanwhile (``meter``) with the generator's own as
-    ``generator``, and the generator's CPU seconds."""
+def run_metered(
+    command: list[str], meter=None, until=None
+) -> tuple[subprocess.CompletedProcess, float, dict, float]:
+    """Runs a load generator's ``command`` to its end, or until ``until()`` returns true (polled every
+    half second; the generator is then interrupted with SIGINT, after which wrk reports as at its
+    end): what it printed, the seconds it took, the cores each part of the stack used meanwhile
+    (``meter``) with the generator's own as ``generator``, and the generator's CPU seconds."""
     children_before = os.times()
     cpu_before = meter() if meter else None
     started = time.monotonic()
-    finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    if until is None:
+        finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    else:
+        finished = _run_until(command, until)
     elapsed = time.monotonic() - started
     cores = cpu_per_second(cpu_before, meter(), elapsed) if meter else {}
     children_after = os.times()
@@ -172,6 +188,19 @@ def run_metered(command: list[str], meter=None) -> tuple[subprocess.CompletedPro
     )
     cores["generator"] = round(generator_cpu / elapsed, 3)
     return finished, elapsed, cores, generator_cpu
+
+
+def _run_until(command: list[str], until) -> subprocess.CompletedProcess:
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        while process.poll() is None:
+            if until():
+                process.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.5)
+        stdout, stderr = process.communicate(timeout=60)
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, command, stdout, stderr)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def wrk_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dict:
@@ -242,10 +271,13 @@ def run_judgements_wrk(
     spread_ms: float = 0,
     held_in: Path | None = None,
     held_out: Path | None = None,
+    seed: int = 0,
     meter=None,
+    until=None,
 ) -> dict:
     """One run of wrk with ``judgements.lua``: ``annotators`` threads and connections, one annotator
-    each (the lines of ``credentials``), for ``seconds``; the votes, outcomes, latencies and CPU."""
+    each (the lines of ``credentials``), for ``seconds``; the votes, outcomes, latencies and CPU.
+    Runs that follow each other from ``held_out`` to ``held_in`` need different ``seed``s."""
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("the wrk phases need wrk (Debian: apt-get install wrk)")
@@ -253,9 +285,9 @@ def run_judgements_wrk(
     command = [
         wrk, f"-t{annotators}", f"-c{annotators}", f"-d{math.ceil(seconds)}s", "--timeout", "30s", "-s", str(script),
         base_url, "--", str(credentials), f"/api/studies/{slug}/next/", f"{think_ms:g}", f"{spread_ms:g}",
-        str(held_in or "-"), str(held_out or "-"),
+        str(held_in or "-"), str(held_out or "-"), str(seed),
     ]  # fmt: skip
-    finished, elapsed, cores, wrk_cpu = run_metered(command, meter)
+    finished, elapsed, cores, wrk_cpu = run_metered(command, meter, until)
     output = finished.stdout
     found = re.search(r"^judgements: (.*)$", output, re.MULTILINE)
     if found is None:
@@ -277,7 +309,14 @@ def run_judgements_wrk(
             "vote other": counts["votes_other"],
             "vote without next": counts["votes_without_next"],
             "next 200": counts["nexts_ok"],
+            "next 204": counts["nexts_waiting"],
             "next other": counts["nexts_other"],
+        },
+        "longest_retry_after_s": counts["longest_retry_after_s"],
+        # Answers without a comparison, by the reason the server gave (judgements.lua waits after each).
+        "waits": {
+            reason: counts[f"waits_{reason}"]
+            for reason in ("all_leased", "ballot_closing", "finished", "none_for_you", "other")
         },
         "errors": counts["server_errors"] + counts["socket_errors"],
         "p50_ms": round(counts["p50_us"] / 1000, 1),
@@ -348,9 +387,112 @@ def wrk_crowd_phase(
     )  # fmt: skip
     steady = run_judgements_wrk(
         base_url, slug, credentials=credentials, annotators=annotators, seconds=seconds,
-        think_ms=think_ms, held_in=held, meter=meter,
+        think_ms=think_ms, held_in=held, seed=1, meter=meter,
     )  # fmt: skip
     return {**steady, "joined": annotators, "arrivals": arrivals}
+
+
+def ballot_timeline(database_url: str, slug: str) -> list[dict]:
+    """The study's ballots in order: when each opened and closed, what its close took, its first and
+    last votes, the vote with a tenth of them still to come, and each annotator's first vote in it
+    (in time order)."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as db:
+        return db.execute(
+            """SELECT b.number, b.status, b.comparison_count, b.opened_at, b.closed_at, b.close_seconds,
+                      (SELECT count(*) FROM collection_vote v WHERE v.ballot_id = b.id) AS votes,
+                      (SELECT min(v.created_at) FROM collection_vote v WHERE v.ballot_id = b.id) AS first_vote,
+                      (SELECT max(v.created_at) FROM collection_vote v WHERE v.ballot_id = b.id) AS last_vote,
+                      (SELECT percentile_disc(0.9) WITHIN GROUP (ORDER BY v.created_at)
+                       FROM collection_vote v WHERE v.ballot_id = b.id) AS tenth_left_vote,
+                      (SELECT array_agg(first ORDER BY first) FROM (
+                           SELECT min(v.created_at) AS first FROM collection_vote v WHERE v.ballot_id = b.id
+                           GROUP BY v.annotator_id) AS firsts) AS annotator_first_votes
+               FROM collection_ballot b JOIN collection_study s ON s.id = b.study_id
+               WHERE s.slug = %s ORDER BY b.number""",
+            [slug],
+        ).fetchall()
+
+
+def ballot_boundaries(rows: list[dict]) -> list[dict]:
+    """Per closed ballot (``ballot_timeline``'s rows), in seconds: how long its last tenth of votes
+    took (the annotators who hold its last comparisons: everyone else finds them leased), its close's
+    own time (the task's),
+    from its last vote to its close, to the next ballot's opening, to the next ballot's first vote, and
+    to the first votes in it of half and of all of the annotators who voted in it (the pause each saw,
+    at least: one who came back later had stopped on their own)."""
+
+    def seconds(start, end):
+        return None if start is None or end is None else round((end - start).total_seconds(), 2)
+
+    boundaries = []
+    for ballot, following in zip(rows, [*rows[1:], None], strict=True):
+        if ballot["status"] != "closed":
+            continue
+        following = following or {}
+        firsts = following.get("annotator_first_votes") or []
+        half = firsts[(len(firsts) - 1) // 2] if firsts else None
+        boundaries.append(
+            {
+                "ballot": ballot["number"],
+                "comparisons": ballot["comparison_count"],
+                "votes": ballot["votes"],
+                "last_tenth_s": seconds(ballot["tenth_left_vote"], ballot["last_vote"]),
+                "close_task_s": None
+                if ballot["close_seconds"] is None
+                else round(ballot["close_seconds"], 2),
+                "last_vote_to_closed_s": seconds(ballot["last_vote"], ballot["closed_at"]),
+                "last_vote_to_next_open_s": seconds(ballot["last_vote"], following.get("opened_at")),
+                "last_vote_to_next_vote_s": seconds(ballot["last_vote"], following.get("first_vote")),
+                "next_open_to_next_vote_s": seconds(following.get("opened_at"), following.get("first_vote")),
+                "last_vote_to_half_back_s": seconds(ballot["last_vote"], half),
+                "last_vote_to_all_back_s": seconds(ballot["last_vote"], firsts[-1] if firsts else None),
+                "annotators_back": len(firsts),
+            }
+        )
+    return boundaries
+
+
+def study_finished(database_url: str, slug: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as db:
+        (status,) = db.execute("SELECT status FROM collection_study WHERE slug = %s", [slug]).fetchone()
+    return status == "finished"
+
+
+def wrk_ballots_phase(
+    base_url: str,
+    database_url: str,
+    slug: str,
+    *,
+    annotators: int,
+    think_ms: float,
+    seconds: float,
+    prefix: str,
+    run_dir: Path,
+    meter=None,
+) -> dict:
+    """A whole study voted through by ``annotators`` driven by wrk (``judgements.lua``), thinking
+    ``think_ms`` on average per judgement, their arrivals spread over one think time: one run of wrk,
+    stopped once the study is finished, or after ``seconds``. Returns its votes, answers and
+    latencies, and the ballots' boundaries."""
+    credentials = joined_credentials(base_url, slug, annotators=annotators, prefix=prefix, run_dir=run_dir)
+    report = run_judgements_wrk(
+        base_url, slug, credentials=credentials, annotators=annotators, think_ms=think_ms,
+        spread_ms=think_ms, seconds=seconds, meter=meter, until=lambda: study_finished(database_url, slug),
+    )  # fmt: skip
+    timeline = ballot_timeline(database_url, slug)
+    return {
+        **report,
+        "finished": study_finished(database_url, slug),
+        "ballots_closed": sum(row["status"] == "closed" for row in timeline),
+        "ballots": len(timeline),
+        "boundaries": ballot_boundaries(timeline),
+        "joined": annotators,
+    }
 
 
 LAG_PROBE_SECONDS = 0.01
@@ -701,6 +843,23 @@ def markdown(report: dict) -> str:
                 "0 errors",
             ),
         ]
+    ballots = report.get("ballots_wrk")
+    if ballots:
+        rows += [
+            (
+                f"a whole study ({ballots['ballots']} ballots), {ballots['annotators']} annotators, "
+                f"{ballots['think_ms'] / 1000:g} s think, wrk: finished",
+                f"{'yes' if ballots['finished'] else 'no'}, {ballots['ballots_closed']} ballots closed "
+                f"in {ballots['seconds']:g} s",
+                "yes",
+            ),
+            (
+                "… votes/s (arrivals and the pauses between ballots included); p50 / p95 ms; errors",
+                f"{ballots['votes_per_second']:,.1f}; {ballots['p50_ms']:g} / {ballots['p95_ms']:g}; "
+                f"{ballots['errors']}",
+                "0 errors",
+            ),
+        ]
     if report.get("worker_rss_mb"):
         sizes = report["worker_rss_mb"]
         rows.append(
@@ -715,6 +874,28 @@ def markdown(report: dict) -> str:
         "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |" for row in rows
     ]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def boundaries_markdown(report: dict) -> str:
+    """The ballots-wrk phase's ballot boundaries, one row per closed ballot."""
+    ballots = report.get("ballots_wrk")
+    if not ballots or not ballots["boundaries"]:
+        return ""
+    lines = [
+        "| ballot | comparisons | its last tenth of votes s | close task s | last vote → closed s "
+        "| → next ballot open s | → its first vote s | → half the annotators back s | → all back s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in ballots["boundaries"]:
+        cells = [
+            row["ballot"], f"{row['comparisons']:,}", row["last_tenth_s"], row["close_task_s"],
+            row["last_vote_to_closed_s"],
+            row["last_vote_to_next_open_s"], row["last_vote_to_next_vote_s"], row["last_vote_to_half_back_s"],
+            None if row["last_vote_to_all_back_s"] is None
+            else f"{row['last_vote_to_all_back_s']} ({row['annotators_back']})",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join("–" if cell is None else str(cell) for cell in cells) + " |")
     return "\n".join(lines)
 
 
@@ -889,6 +1070,10 @@ def main(argv: list[str] | None = None) -> int:
             if phases & used_by:
                 log(f"seeding {slug}: {stack.seed_study(slug=slug, tokens=45, appearances=20, ballots=7)}")
                 slugs.append(slug)
+        if "ballots-wrk" in phases:
+            report["ballots_plan"] = stack.seed_study(slug="ballots", **BALLOTS_PLAN)
+            log(f"seeding ballots: {report['ballots_plan']}")
+            slugs.append("ballots")
         asyncio.run(health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=3))  # warm-up
         report["quiet_after_seconds"] = round(wait_until_quiet(stack, log=log), 1)
         if "health" in phases:
@@ -946,6 +1131,13 @@ def main(argv: list[str] | None = None) -> int:
                 meter=meter,
             )  # fmt: skip
             log(f"crowd-wrk: {report['crowd_wrk']}")
+        if "ballots-wrk" in phases:
+            report["ballots_wrk"] = wrk_ballots_phase(
+                stack.base_url, stack.database_url, "ballots", annotators=CROWD_ANNOTATORS,
+                think_ms=CROWD_THINK_MS, seconds=BALLOTS_SECONDS, prefix="ballotswrk", run_dir=stack.run_dir,
+                meter=meter,
+            )  # fmt: skip
+            log(f"ballots-wrk: {report['ballots_wrk']}")
         report["worker_rss_mb"] = worker_rss_mb(stack)
         if slugs:
             settle(stack, slugs, timeout=3 * stack.config.sweep_seconds)
@@ -965,6 +1157,12 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(report))
     if table := cpu_markdown(report):
         print("\nWhere the CPU went (all processes of the stack, and the load generator):\n")
+        print(table)
+    if table := boundaries_markdown(report):
+        print(
+            "\nThe ballots-wrk study's ballot boundaries (annotators wait the Retry-After they are told; "
+            f"the longest told: {report['ballots_wrk']['longest_retry_after_s']} s):\n"
+        )
         print(table)
     if table := statements_markdown(report):
         print("\nThe database's statements in the vote phase (pg_stat_statements: planning and running):\n")

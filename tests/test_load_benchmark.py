@@ -1,0 +1,73 @@
+"""The load benchmark's reading of a study's ballots (tests/reliability/bench_load.py): the seconds of
+each ballot boundary, worked out by hand from a timeline."""
+
+from datetime import UTC, datetime, timedelta
+
+from tests.reliability.bench_load import ballot_boundaries
+
+T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def ballot(number, status, *, opened, closed=None, close_seconds=None, first=None, tenth=None, last=None,
+           firsts=()):  # fmt: skip
+    return {
+        "number": number, "status": status, "comparison_count": 100 // number, "votes": 100 // number,
+        "opened_at": at(opened), "closed_at": closed and at(closed), "close_seconds": close_seconds,
+        "first_vote": first and at(first), "tenth_left_vote": tenth and at(tenth), "last_vote": last and at(last),
+        "annotator_first_votes": [at(s) for s in firsts] or None,
+    }  # fmt: skip
+
+
+def test_each_closed_ballot_says_how_long_its_tail_its_close_and_the_annotators_return_took():
+    rows = [
+        ballot(1, "closed", opened=0, closed=30.2, close_seconds=0.15, first=1, tenth=18, last=30),
+        # Four annotators came back: their first votes at 31, 32.5, 34 and 42 s.
+        ballot(
+            2,
+            "closed",
+            opened=30.4,
+            closed=51.05,
+            close_seconds=0.04,
+            first=31,
+            tenth=45,
+            last=51,
+            firsts=(31, 32.5, 34, 42),
+        ),  # fmt: skip
+        ballot(3, "open", opened=51.1, first=53, last=60, firsts=(53, 54, 55)),
+    ]
+
+    first, second = ballot_boundaries(rows)
+
+    assert first == {
+        "ballot": 1, "comparisons": 100, "votes": 100,
+        "last_tenth_s": 12.0,  # 18 → 30
+        "close_task_s": 0.15,
+        "last_vote_to_closed_s": 0.2,
+        "last_vote_to_next_open_s": 0.4,
+        "last_vote_to_next_vote_s": 1.0,
+        "next_open_to_next_vote_s": 0.6,
+        "last_vote_to_half_back_s": 2.5,  # the second of four (the lower median): 32.5 − 30
+        "last_vote_to_all_back_s": 12.0,  # 42 − 30
+        "annotators_back": 4,
+    }  # fmt: skip
+    assert second["ballot"] == 2 and second["last_tenth_s"] == 6.0
+    assert (second["last_vote_to_next_open_s"], second["last_vote_to_half_back_s"]) == (0.1, 3.0)
+    # The open ballot has no boundary yet.
+    assert [row["ballot"] for row in ballot_boundaries(rows)] == [1, 2]
+
+
+def test_the_last_ballot_of_a_finished_study_has_no_next_one():
+    rows = [ballot(1, "closed", opened=0, closed=10.5, close_seconds=0.1, first=1, tenth=8, last=10)]
+
+    (only,) = ballot_boundaries(rows)
+
+    assert (only["last_vote_to_closed_s"], only["last_vote_to_next_open_s"], only["annotators_back"]) == (
+        0.5,
+        None,
+        0,
+    )
+    assert only["last_vote_to_half_back_s"] is None and only["last_vote_to_all_back_s"] is None
