@@ -1009,7 +1009,7 @@ def parser() -> argparse.ArgumentParser:
     main.add_argument("--postgres-port", type=int, default=5514)
     main.add_argument("--redis-port", type=int, default=6314)
     main.add_argument("--web-port", type=int, default=8114)
-    main.add_argument("--time-limit", type=float, default=600, help="seconds before the whole run is stopped")
+    main.add_argument("--time-limit", type=float, default=900, help="seconds before the whole run is stopped")
     main.add_argument("--keep", action="store_true", help="keep the run directory (logs, database)")
     main.add_argument("--json", type=Path, default=None, help="also write every figure here")
     return main
