@@ -172,7 +172,7 @@ CLOSE_WAIT_MARGIN = 1.5
 # what ballot 1 of the demo-sized study took on a 2-core host (0.27 s for 9,900 comparisons,
 # BENCHMARKS.md, "the close of a ballot"), so that a slower host is covered too; a study's first close
 # then calibrates the estimate. The sweep interval told before it made annotators at the end of a
-# first ballot wait 15 s for a close of 0.07 s (BENCHMARKS.md, the ballots-wrk phase).
+# first ballot wait 15 s for a close of 0.07 to 0.28 s (BENCHMARKS.md, the ballots-wrk phase).
 CLOSE_SECONDS_PER_COMPARISON_PRIOR = 1e-4
 
 
