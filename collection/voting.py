@@ -93,8 +93,12 @@ EXCLUDED_MESSAGE = (
 # one judgement (a crowd of 500 takes about 3 s per judgement, issue 9). Those leases are mostly voted
 # on within that time, which completes the ballot, or one lapses and comes free. Told to wait a lease's
 # length (60 s), the annotators at the end of a ballot sat out the ballots that followed it
-# (BENCHMARKS.md, the ballots-wrk phase).
+# (BENCHMARKS.md, the ballots-wrk phase). Each is told a whole number of seconds drawn around it
+# (ALL_LEASED_RETRY_SPREAD), so that the crowd that found the ballot leased at one moment does not
+# come back in one burst.
 ALL_LEASED_RETRY_SECONDS = 3
+ALL_LEASED_RETRY_SPREAD = 1
+_retry_draws = random.Random()
 
 
 @dataclass
@@ -123,7 +127,10 @@ def _nothing_in_open_ballot(*, study: Study, reason: str, comparison_count: int)
     if reason == NextReason.BALLOT_CLOSING:
         retry = ballot_close_wait_seconds(study_id=study.pk, comparison_count=comparison_count)
     elif reason == NextReason.ALL_LEASED:
-        retry = ALL_LEASED_RETRY_SECONDS  # shorter than any lease (at least 10 s)
+        retry = _retry_draws.randint(  # 2 to 4 s: shorter than any lease (at least 10 s)
+            ALL_LEASED_RETRY_SECONDS - ALL_LEASED_RETRY_SPREAD,
+            ALL_LEASED_RETRY_SECONDS + ALL_LEASED_RETRY_SPREAD,
+        )
     else:
         retry = None
     return NextResult(None, reason, retry_after_seconds=retry)

@@ -178,7 +178,8 @@ def test_next_when_every_comparison_is_held_is_204_with_a_retry_time():
     response = next_of(client, study)
 
     assert response.status_code == 204
-    assert (response["X-Yardstick-Reason"], response["Retry-After"]) == ("all_leased", "3")
+    assert response["X-Yardstick-Reason"] == "all_leased"
+    assert response["Retry-After"] in ("2", "3", "4")  # about one judgement (voting.ALL_LEASED_RETRY_SECONDS)
 
 
 def test_next_when_the_study_is_finished_is_204_with_the_reason():
@@ -295,12 +296,8 @@ def test_a_vote_when_the_rest_is_held_by_others_says_when_to_ask_again():
     body = vote(client, mine).json()
 
     # About one judgement's time, whatever the lease's length: the leases held are being voted on.
-    assert (body["created"], body["next"], body["next_reason"], body["next_retry_after"]) == (
-        True,
-        None,
-        "all_leased",
-        3,
-    )
+    assert (body["created"], body["next"], body["next_reason"]) == (True, None, "all_leased")
+    assert body["next_retry_after"] in (2, 3, 4)
 
 
 def test_the_vote_that_completes_the_last_ballot_says_the_study_finished():

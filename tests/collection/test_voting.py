@@ -1,5 +1,6 @@
 """Assignment and votes: leases, caps, never the same pair twice, a vote recorded once."""
 
+from collections import Counter
 from datetime import timedelta
 
 import numpy as np
@@ -167,7 +168,19 @@ def test_when_every_free_comparison_is_held_others_are_told_to_wait():
     (late,) = annotators(study, 1, prefix="late")
     result = comparison_next_for(annotator=late)
     # About one judgement's time (those leases are being voted on), not a lease's 60 s.
-    assert result.reason == NextReason.ALL_LEASED and result.retry_after_seconds == 3
+    assert result.reason == NextReason.ALL_LEASED and result.retry_after_seconds in (2, 3, 4)
+
+
+def test_the_wait_for_leased_comparisons_is_spread_so_that_a_crowd_does_not_return_at_once():
+    study = make_study(tokens=3, ballot_count=1, appearances=2)  # 3 comparisons
+    for annotator in annotators(study, 3):
+        assert comparison_next_for(annotator=annotator).assignment is not None
+    late = annotators(study, 60, prefix="late")
+    waits = Counter(comparison_next_for(annotator=annotator).retry_after_seconds for annotator in late)
+    # 2, 3 and 4 s, each drawn with a chance of a third: all three among 60 (missing one: 3 × (2/3)^60,
+    # about 10^-10), none drawn more than 40 times (a binomial tail under 10^-9).
+    assert set(waits) == {2, 3, 4}
+    assert max(waits.values()) <= 40
 
 
 def test_a_draft_and_a_finished_study_give_no_comparison():
