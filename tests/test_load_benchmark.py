@@ -1,9 +1,11 @@
-"""The load benchmark's reading of a study's ballots (tests/reliability/bench_load.py): the seconds of
-each ballot boundary, worked out by hand from a timeline."""
+"""The load benchmark (tests/reliability/bench_load.py): the seconds of each ballot boundary, worked out
+by hand from a timeline, and a generator run until a condition holds."""
 
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 
-from tests.reliability.bench_load import ballot_boundaries
+from tests.reliability.bench_load import _run_until, ballot_boundaries
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -71,3 +73,24 @@ def test_the_last_ballot_of_a_finished_study_has_no_next_one():
         0,
     )
     assert only["last_vote_to_half_back_s"] is None and only["last_vote_to_all_back_s"] is None
+
+
+def test_a_generator_stopped_by_condition_is_never_blocked_by_what_it_prints():
+    # judgements.lua writes every unexpected answer to stderr: 200 KB is more than a pipe holds, and
+    # a generator blocked on a full pipe that nothing reads would never end.
+    command = [sys.executable, "-c", "import sys; sys.stderr.write('x' * 200_000); print('done')"]
+
+    finished = _run_until(command, until=lambda: False)
+
+    assert (finished.returncode, finished.stdout, len(finished.stderr)) == (0, "done\n", 200_000)
+
+
+def test_a_generator_is_interrupted_once_its_condition_holds_and_still_reports():
+    # wrk reports when interrupted (SIGINT); this stand-in prints on KeyboardInterrupt the same way.
+    script = "import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('report')\n"
+    started = time.monotonic()
+
+    finished = _run_until([sys.executable, "-c", script], until=lambda: time.monotonic() - started > 1)
+
+    assert finished.stdout == "report\n"
+    assert time.monotonic() - started < 10

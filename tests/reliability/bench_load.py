@@ -66,6 +66,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -191,13 +192,23 @@ def run_metered(
 
 
 def _run_until(command: list[str], until) -> subprocess.CompletedProcess:
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
-        while process.poll() is None:
-            if until():
-                process.send_signal(signal.SIGINT)
-                break
-            time.sleep(0.5)
-        stdout, stderr = process.communicate(timeout=60)
+    # Its output goes to files, not pipes: nothing reads a pipe while ``until`` is polled, and wrk
+    # blocks once a pipe is full (judgements.lua writes every unexpected answer to stderr).
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        with subprocess.Popen(command, stdout=out, stderr=err, text=True) as process:
+            try:
+                while process.poll() is None:
+                    if until():
+                        process.send_signal(signal.SIGINT)
+                        break
+                    time.sleep(0.5)
+                process.wait(timeout=60)
+            except BaseException:
+                process.kill()
+                raise
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if process.returncode != 0:
         raise subprocess.CalledProcessError(process.returncode, command, stdout, stderr)
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
