@@ -58,7 +58,7 @@ def main() -> None:
 
     from benchmarks._timing import machine
     from collection.models import Annotator, Ballot, Comparison, Study
-    from collection.voting import LEASE_STATEMENT
+    from collection.voting import LEASE_ALONE, LEASE_STATEMENT
 
     call_command("migrate", verbosity=0)
     call_command("load_demo", slug="lease-bench", stdout=open(os.devnull, "w"))  # noqa: SIM115
@@ -78,6 +78,7 @@ def main() -> None:
             "expires": now + timedelta(seconds=study.lease_seconds),
             "cap": None,
             "commit_async": False,
+            **LEASE_ALONE,
         }
         with transaction.atomic(), connection.cursor() as cursor:
             started = time.perf_counter()

@@ -52,6 +52,21 @@ def study_at_version(study_id: int, version: uuid.UUID | str) -> Study | None:
     return study
 
 
+def latest_study(study_id: int) -> Study | None:
+    """The study ``study_id`` as this process last read it, of whatever version, without a query; None
+    if this process has not read it (or has dropped it since).
+
+    For a caller that needs a study's settings before the statement that reads its version, and then
+    checks that version (``collection.voting._judgement_in_one_transaction``).
+    """
+    with _lock:
+        kept = _rows.get(study_id)
+        if kept is None:
+            return None
+        _rows.move_to_end(study_id)
+        return Study.from_db(connection.alias, kept[1], kept[2])
+
+
 def forget_all() -> None:
     """Drop every copy (tests that rebuild the database under a running process)."""
     with _lock:

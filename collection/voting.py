@@ -33,9 +33,9 @@ from collection.models import (
     Vote,
 )
 from collection.selectors import AnnotatorProgress
-from collection.study_cache import study_at_version
+from collection.study_cache import latest_study, study_at_version
 from common.errors import ServiceError
-from common.prepared import PreparedStatement
+from common.prepared import PreparedStatement, execute_together
 
 # --- annotators ----------------------------------------------------------------------------------
 
@@ -175,7 +175,11 @@ def _assignment(**values) -> Assignment:
 
 
 def comparison_next_for(
-    *, annotator: Annotator, now: datetime | None = None, rng: random.Random | None = None
+    *,
+    annotator: Annotator,
+    now: datetime | None = None,
+    rng: random.Random | None = None,
+    check_due: bool | None = None,
 ) -> NextResult:
     """Lease the annotator a comparison of the open ballot, or say why there is none.
 
@@ -188,11 +192,14 @@ def comparison_next_for(
 
     With the study's ``check_rate`` (a draw from ``rng``), the lease serves instead a check the annotator
     has not answered (``collection.checks``), if they hold nothing and may still vote in the ballot.
+    A caller that has drawn already passes ``check_due``, so that a judgement is drawn once.
     """
     if annotator.excluded_at is not None:
         return NextResult(None, NextReason.EXCLUDED)
     now = now or timezone.now()
-    if checks.check_due(rate=annotator.study.check_rate, rng=rng):
+    if check_due is None:
+        check_due = checks.check_due(rate=annotator.study.check_rate, rng=rng)
+    if check_due:
         try:
             with transaction.atomic():  # the annotator's row locked while the check is leased
                 served = _check_lease(annotator=annotator, now=now, rng=rng)
@@ -227,7 +234,15 @@ def _lock_annotator(annotator: Annotator) -> bool:
 # status read every voted row before it (BENCHMARKS.md).
 _LEASE_SQL = """
 WITH me AS (  -- an exclusion committed after the request read the annotator: no ballot, no lease
-    SELECT an.excluded_at IS NOT NULL AS excluded FROM collection_annotator an WHERE an.id = %(annotator)s
+    SELECT an.excluded_at IS NOT NULL AS excluded,
+           -- after a vote in the same transaction (_judgement_in_one_transaction): only if that vote
+           -- stands and the study's settings are the ones the caller's parameters come from
+           (%(after_vote)s IS NULL OR EXISTS (
+               SELECT 1 FROM collection_assignment voted
+               JOIN collection_study st ON st.id = an.study_id AND st.settings_version = %(settings_version)s
+               WHERE voted.id = %(after_vote)s AND voted.annotator_id = an.id AND voted.status = 'voted'
+           )) AS go
+    FROM collection_annotator an WHERE an.id = %(annotator)s
 ),
 ballot AS (
     SELECT b.id, b.number, b.comparison_count,
@@ -235,6 +250,7 @@ ballot AS (
             WHERE part.ballot_id = b.id) AS votes_recorded
     FROM collection_ballot b
     WHERE b.study_id = %(study)s AND b.status = 'open' AND NOT (SELECT excluded FROM me)
+      AND (SELECT go FROM me)
 ),
 held AS (
     SELECT a.id, a.comparison_id, a.ballot_id, a.issued_at, a.expires_at,
@@ -322,6 +338,7 @@ SELECT ballot.id, ballot.number, ballot.comparison_count, ballot.votes_recorded,
              AND (other.status = 'open' OR (other.status = 'leased' AND other.lease_expires_at < %(now)s))
        ) END,
        (SELECT excluded FROM me),
+       (SELECT go FROM me),
        lease_commit.setting
 FROM votes
 LEFT JOIN (  -- read below, so that it runs: see _lease_row on the commit
@@ -348,8 +365,13 @@ LEASE_STATEMENT = PreparedStatement(
         "expires": "timestamptz",
         "cap": "integer",
         "commit_async": "boolean",
+        "after_vote": "bigint",
+        "settings_version": "uuid",
     },
 )
+
+# The lease on its own: not after a vote of the same transaction.
+LEASE_ALONE = {"after_vote": None, "settings_version": None}
 
 
 def _lease_row(parameters: dict) -> tuple:
@@ -364,7 +386,7 @@ def _lease_row(parameters: dict) -> tuple:
     transaction (which may hold a vote) the setting is left alone.
     """
     in_transaction = connection.in_atomic_block
-    parameters = {**parameters, "commit_async": not in_transaction}
+    parameters = {**parameters, **LEASE_ALONE, "commit_async": not in_transaction}
     for attempt in (1, 2):
         try:
             # Inside a caller's transaction, a savepoint keeps a lost race from ending that transaction.
@@ -388,15 +410,27 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
     made and returns it. Without an explicit transaction the lease costs one round trip, not four
     (BEGIN, a lock of the annotator's row, the statement, COMMIT: BENCHMARKS.md, issue 9).
     """
-    study = annotator.study
-    parameters = {
+    parameters = _lease_parameters(study=annotator.study, annotator_id=annotator.pk, now=now)
+    return _lease_result(_lease_row(parameters)[:LEASE_COLUMNS], annotator)
+
+
+def _lease_parameters(*, study: Study, annotator_id: int, now: datetime) -> dict:
+    """The parameters of ``LEASE_STATEMENT`` that come from the study's settings."""
+    return {
         "study": study.pk,
-        "annotator": annotator.pk,
+        "annotator": annotator_id,
         "now": now,
         "expires": now + timedelta(seconds=study.lease_seconds),
         "cap": study.votes_per_annotator_per_ballot,
     }
-    row = _lease_row(parameters)
+
+
+LEASE_COLUMNS = 18  # the row of _LEASE_SQL that _lease_result reads; then "go", then the commit's setting
+
+
+def _lease_result(row: tuple, annotator: Annotator) -> NextResult:
+    """The lease's answer from the row of ``_LEASE_SQL``."""
+    study = annotator.study
     (
         ballot_id,
         ballot_number,
@@ -754,7 +788,7 @@ def vote_record(
     itself (no BEGIN and COMMIT around it unless the caller has a transaction). The vote that completes
     its ballot, as its statement sees the ballot's counter, asks for its close, which runs after commit.
     The last votes of a ballot, run at once, may each miss the others' counts: ``vote_record_and_next``
-    (every caller of the platform) then asks from its lease (``_next_after_vote``); after this function
+    (every caller of the platform) then asks from its lease (``_close_if_seen_complete``); after this function
     alone, the sweep (``ballots_sweep``) closes such a ballot at its next run.
     """
     recorded = _vote_record(
@@ -955,7 +989,30 @@ def _vote_in_one_statement(
     now: datetime,
     annotator: Annotator | None = None,
 ) -> _Recorded | None:
-    parameters = {
+    parameters = _vote_parameters(
+        owners=owners,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+    )
+    with connection.cursor() as cursor:
+        VOTE_STATEMENT.execute(cursor, parameters)
+        row = cursor.fetchone()
+    return _recorded_from_vote_row(
+        row,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+        annotator=annotator,
+    )
+
+
+def _vote_parameters(
+    *, owners: dict[int, int], assignment_id: int, choice: str, client_response_ms: int | None, now: datetime
+) -> dict:
+    return {
         "assignment": assignment_id,
         "studies": list(owners),
         "annotators": list(owners.values()),
@@ -964,9 +1021,19 @@ def _vote_in_one_statement(
         "client_ms": client_response_ms,
         "parts": BALLOT_COUNTER_PARTS,
     }
-    with connection.cursor() as cursor:
-        VOTE_STATEMENT.execute(cursor, parameters)
-        row = cursor.fetchone()
+
+
+def _recorded_from_vote_row(
+    row: tuple | None,
+    *,
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None,
+    now: datetime,
+    annotator: Annotator | None,
+) -> _Recorded | None:
+    """The vote as the row of ``VOTE_STATEMENT`` says it went: recorded, a retry, a check's answer, or
+    the ServiceError of a refusal; None when none of the statement's owners holds the assignment."""
     if row is None:
         return None
     owner_id, study_id, excluded_at, version = row[:4]
@@ -1172,24 +1239,30 @@ def vote_record_and_next(
     client_response_ms: int | None = None,
     now: datetime | None = None,
 ) -> tuple[Vote | CheckAnswer, bool, NextResult]:
-    """Record the vote (``vote_record``, a ``CheckAnswer`` for a check's assignment), then lease the annotator's next comparison
-    (``comparison_next_for``); returns (vote, created, next).
+    """Record the vote (``vote_record``, a ``CheckAnswer`` for a check's assignment), then lease the
+    annotator's next comparison (``comparison_next_for``); returns (vote, created, next).
 
     One judgement, one call: the API's vote, the voting page's form and the simulated annotators all
-    go through it. Two transactions: the vote commits first (with it the close its ballot may ask
-    for, which on the embedded default runs at that commit outside a request, after the response
-    within one), then the lease, which also reads the ballot's count (``_next_after_vote``).
+    go through it. On PostgreSQL the vote and the lease are one round trip and one transaction
+    (``_judgement_in_one_transaction``); elsewhere, and when the judgement serves a check, two: the
+    vote commits first, then the lease. Either way the close the vote's ballot may ask for runs after
+    the vote's commit (on the embedded default outside a request, after the response within one).
     A refused vote raises its ServiceError and leases nothing; a retried one (created False) still
     answers with the next comparison, which is the one the annotator holds while its lease runs.
     """
-    recorded = _vote_record(
+    if annotator.excluded_at is not None:
+        raise ServiceError(EXCLUDED_MESSAGE, status=403)
+    judgement = _judgement(
+        owners={annotator.study_id: annotator.pk},
         annotator=annotator,
         assignment_id=assignment_id,
         choice=choice,
         client_response_ms=client_response_ms,
         now=now,
     )
-    return recorded.vote, recorded.created, _next_after_vote(recorded, now=now)
+    if judgement is None:
+        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+    return judgement[1:]
 
 
 def vote_record_and_next_by_owner(
@@ -1203,30 +1276,166 @@ def vote_record_and_next_by_owner(
     """``vote_record_and_next`` for whichever of ``owners`` ({study id: annotator id}) holds the
     assignment (``_vote_record_by_owner``); returns (annotator, vote, created, next), or None, with nothing
     written, when none of them holds it or the database is not PostgreSQL."""
-    recorded = _vote_record_by_owner(
+    if connection.vendor != "postgresql" or not owners:
+        return None
+    return _judgement(
         owners=owners,
+        annotator=None,
         assignment_id=assignment_id,
         choice=choice,
         client_response_ms=client_response_ms,
         now=now,
     )
+
+
+def _judgement(
+    *,
+    owners: dict[int, int],
+    annotator: Annotator | None,
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None,
+    now: datetime | None,
+) -> tuple[Annotator, Vote | CheckAnswer, bool, NextResult] | None:
+    """The vote of whichever of ``owners`` holds the assignment (``annotator`` when the caller knows
+    them) and the lease that follows; None when none of them holds it.
+
+    The study's check is drawn once, here, with the settings the caller or this process last read (a
+    judgement that serves a check takes two transactions: the check's lease locks the annotator).
+    """
+    now = now or timezone.now()
+    if choice not in Vote.Choice.values:
+        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    study = annotator.study if annotator is not None else None
+    if study is None and len(owners) == 1:
+        study = latest_study(next(iter(owners)))
+    due = None if study is None else checks.check_due(rate=study.check_rate)
+    if due is False and connection.vendor == "postgresql":
+        done = _judgement_in_one_transaction(
+            owners=owners,
+            annotator=annotator,
+            study=study,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=_client_response_ms(client_response_ms),
+            now=now,
+        )
+        if done is not _IN_TWO:
+            return done
+    if annotator is None:
+        recorded = _vote_record_by_owner(
+            owners=owners,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=client_response_ms,
+            now=now,
+        )
+        if recorded is None:
+            return None
+    else:
+        recorded = _vote_record(
+            annotator=annotator,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=client_response_ms,
+            now=now,
+        )
+    result = comparison_next_for(annotator=recorded.annotator, now=now, check_due=due)
+    _close_if_seen_complete(recorded, result)
+    return recorded.annotator, recorded.vote, recorded.created, result
+
+
+_IN_TWO = object()  # _judgement_in_one_transaction: "record it in two transactions instead"
+
+
+def _judgement_in_one_transaction(
+    *,
+    owners: dict[int, int],
+    annotator: Annotator | None,
+    study: Study,
+    assignment_id: int,
+    choice: str,
+    client_response_ms: int | None,
+    now: datetime,
+):
+    """PostgreSQL: the vote's statement and the lease's in one round trip (``execute_together``), which
+    PostgreSQL runs as one transaction: one commit per judgement, synchronous, as a vote's must be.
+
+    The lease's statement sees the vote's writes and runs only if the vote stands (its assignment
+    voted, by this request or by the one it retries) and ``study`` (whose lease length and cap are its
+    parameters) is still at its version; otherwise it writes nothing, and the lease runs on its own
+    after the vote, as it does after a check's answer. Returns (annotator, vote, created, next), None
+    when none of ``owners`` holds the assignment, or ``_IN_TWO`` when the vote was undone (a lease of
+    the same annotator won the race for their one active assignment, which undoes the whole
+    transaction): then the two transactions of ``_judgement`` record it.
+
+    The last votes of a ballot that run at once may each miss the others' count, in the vote's
+    statement and in the lease's, which reads the ballot's count before its own transaction commits.
+    None of them gets a comparison then: the others' are leased or being voted as it sees them, and
+    ``FOR UPDATE SKIP LOCKED`` passes over a row another transaction holds, and over one voted since
+    the statement began. So each vote answered without a comparison reads the count again once it has
+    committed (``_close_if_complete``): whichever of the last votes commits last reads all of them. Inside a caller's transaction nothing has committed yet, so, as for a lease in
+    one, the sweep closes such a ballot. The vote that completes its ballot leases again after its
+    commit, when the close may have run (eager Celery outside a request) and opened the next ballot.
+    """
+    ((study_id, annotator_id),) = owners.items()
+    parameters = {
+        **_vote_parameters(
+            owners=owners,
+            assignment_id=assignment_id,
+            choice=choice,
+            client_response_ms=client_response_ms,
+            now=now,
+        ),
+        **_lease_parameters(study=study, annotator_id=annotator_id, now=now),
+        "after_vote": assignment_id,
+        "settings_version": study.settings_version,
+        "commit_async": False,
+    }
+    try:
+        # Inside a caller's transaction (tests), a savepoint keeps a lost race from ending it.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            with connection.cursor() as cursor:
+                vote_row, lease_row = execute_together(cursor, (VOTE_STATEMENT, LEASE_STATEMENT), parameters)
+    except IntegrityError:
+        return _IN_TWO
+    recorded = _recorded_from_vote_row(
+        vote_row,
+        assignment_id=assignment_id,
+        choice=choice,
+        client_response_ms=client_response_ms,
+        now=now,
+        annotator=annotator,
+    )
     if recorded is None:
         return None
-    return recorded.annotator, recorded.vote, recorded.created, _next_after_vote(recorded, now=now)
+    if not (isinstance(recorded.vote, Vote) and lease_row[LEASE_COLUMNS]):
+        # A check's answer, or the settings changed meanwhile: the lease on its own, after the commit.
+        result = comparison_next_for(annotator=recorded.annotator, now=now, check_due=False)
+        _close_if_seen_complete(recorded, result)
+        return recorded.annotator, recorded.vote, recorded.created, result
+    result = _lease_result(lease_row[:LEASE_COLUMNS], recorded.annotator)
+    _close_if_seen_complete(recorded, result)
+    if recorded.created and not connection.in_atomic_block:  # committed: after the commit
+        if result.reason == NextReason.BALLOT_CLOSING:
+            # Where the close ran at the commit (eager Celery outside a request), the next ballot is open.
+            result = comparison_next_for(annotator=recorded.annotator, now=now, check_due=False)
+        elif result.assignment is None and not recorded.ballot_complete:
+            _close_if_complete(recorded.vote.ballot_id)
+    return recorded.annotator, recorded.vote, recorded.created, result
 
 
-def _next_after_vote(recorded: _Recorded, *, now: datetime | None) -> NextResult:
-    """The lease that follows a vote; it asks for the close of the vote's ballot when it reads the
-    ballot complete and the vote's own statement did not.
+def _close_if_seen_complete(recorded: _Recorded, result: NextResult) -> None:
+    """Ask for the close of the vote's ballot when the lease that followed it read the ballot complete
+    and the vote's own statement did not.
 
     A vote's statement reads the other parts of the ballot's counter as they were committed when it
     started, so the last votes of a ballot, running at once, may each miss the others' and none see
-    the ballot complete. Each of them leases next in a statement that starts after its vote committed:
-    whichever lease starts last reads every one of those votes, so at least one of them sees the count
-    complete. The close is idempotent: two that ask cost a message, not a second close. The sweep
-    (``ballots_sweep``) is the net under both, as for a lost message.
+    the ballot complete. A lease in a transaction of its own starts after its vote committed: whichever
+    lease starts last reads every one of those votes. The close is idempotent: two that ask cost a
+    message, not a second close. The sweep (``ballots_sweep``) is the net under both, as for a lost
+    message.
     """
-    result = comparison_next_for(annotator=recorded.annotator, now=now)
     progress = result.progress
     if (
         recorded.created
@@ -1236,4 +1445,21 @@ def _next_after_vote(recorded: _Recorded, *, now: datetime | None) -> NextResult
         and progress.ballot_voted >= progress.ballot_comparisons
     ):
         ballot_close_request(ballot_id=recorded.vote.ballot_id)
-    return result
+
+
+_BALLOT_COMPLETE_SQL = """
+SELECT COALESCE(SUM(part.votes), 0) >= b.comparison_count
+FROM collection_ballot b
+LEFT JOIN collection_ballotcounter part ON part.ballot_id = b.id
+WHERE b.id = %s AND b.status = 'open'
+GROUP BY b.id, b.comparison_count
+"""
+
+
+def _close_if_complete(ballot_id: int) -> None:
+    """After a vote's commit: ask for the close of its ballot if every comparison of it is voted."""
+    with connection.cursor() as cursor:
+        cursor.execute(_BALLOT_COMPLETE_SQL, [ballot_id])
+        row = cursor.fetchone()
+    if row is not None and row[0]:
+        ballot_close_request(ballot_id=ballot_id)

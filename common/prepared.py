@@ -45,6 +45,11 @@ class PreparedStatement:
 
     def execute(self, cursor, parameters: dict) -> None:
         """Runs the statement with ``parameters`` on a Django cursor of a PostgreSQL connection."""
+        self.prepare_on(cursor)
+        cursor.execute(self.execute_sql, parameters)
+
+    def prepare_on(self, cursor) -> None:
+        """Prepares the statement on the cursor's connection, unless it is prepared there already."""
         raw = cursor.cursor.connection  # the psycopg connection under Django's wrapper
         if raw not in self._prepared_on:
             # On the raw connection, as Django sets a connection up (its time zone, its role): part
@@ -52,4 +57,25 @@ class PreparedStatement:
             raw.execute(self.prepare_sql)
             with self._lock:
                 self._prepared_on.add(raw)
-        cursor.execute(self.execute_sql, parameters)
+
+
+def execute_together(
+    cursor, statements: tuple[PreparedStatement, ...], parameters: dict
+) -> list[tuple | None]:
+    """Runs ``statements`` in one round trip, each with its parameters taken from ``parameters``;
+    returns the first row of each (None for a statement that returned none).
+
+    They go as one query of the simple protocol, which PostgreSQL runs as one transaction when no
+    transaction is open (in a caller's transaction, as part of it): all of them commit together or
+    none does, an error in one undoes the others, and each statement sees what the ones before it
+    wrote. Django binds the parameters on the client, so the shared names take one value.
+    """
+    for statement in statements:
+        statement.prepare_on(cursor)
+    cursor.execute(";\n".join(statement.execute_sql for statement in statements), parameters)
+    rows = [cursor.fetchone()]
+    for _ in statements[1:]:
+        if not cursor.nextset():
+            raise RuntimeError("a statement of execute_together returned no result")
+        rows.append(cursor.fetchone())
+    return rows

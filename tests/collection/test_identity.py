@@ -153,8 +153,9 @@ def test_an_excluded_annotators_retry_of_a_recorded_vote_is_refused_too():
 
 
 @pytest.mark.integration
-def test_on_postgresql_a_browsers_judgement_is_two_prepared_statements(postgres_required):
-    # The vote's statement finds the cookie's annotator itself: no statement to learn who votes.
+def test_on_postgresql_a_browsers_judgement_is_two_prepared_statements_in_one_round_trip(postgres_required):
+    # The vote's statement finds the cookie's annotator itself: no statement to learn who votes; the
+    # lease's goes with it, in one query (one transaction, one commit).
     study = make_study(votes_per_annotator_per_ballot=None)
     client = Client()
     join(client, study, "two-statements")
@@ -165,10 +166,12 @@ def test_on_postgresql_a_browsers_judgement_is_two_prepared_statements(postgres_
         with CaptureQueriesContext(connection) as queries:
             response = vote(client, assignment, choice)
         assert response.status_code == 201
-        executed = [
-            q["sql"].split("(")[0] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
+        sent = [q["sql"] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+        assert len(sent) == 1
+        assert [part.split("(")[0] for part in sent[0].split(";\n")] == [
+            "EXECUTE yardstick_vote",
+            "EXECUTE yardstick_lease",
         ]
-        assert executed == ["EXECUTE yardstick_vote", "EXECUTE yardstick_lease"]
         assignment = response.json()["next"]["assignment"]
     assert Vote.objects.filter(annotator__participant_id="two-statements").count() == 4
 

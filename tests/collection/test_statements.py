@@ -28,10 +28,25 @@ BOUNDS = {
     # lease and the vote: 9 per lease, 7 per vote, 12 per GET next, 19 per POST vote. On PostgreSQL a
     # lease in a test is its statement within a savepoint (SAVEPOINT, EXECUTE, RELEASE); in a request
     # it is the statement alone, and a browser's judgement is two prepared statements, the vote (which
-    # finds the cookie's annotator itself) and the lease, plus the study's row once per process. A GET
-    # next reads the cookie's annotator with its study in one query (two before 2026-11-24).
-    "sqlite": {"lease": 6, "expired lease": 7, "vote": 6, "GET next": 7, "POST vote": 14},
-    "postgresql": {"lease": 3, "expired lease": 3, "vote": 1, "GET next": 4, "POST vote": 5},
+    # finds the cookie's annotator itself) and the lease, sent together in one query (in a test, within
+    # a savepoint: 3), plus the study's row once per process (its first judgement sends them apart: 5).
+    # A GET next reads the cookie's annotator with its study in one query (two before 2026-11-24).
+    "sqlite": {
+        "lease": 6,
+        "expired lease": 7,
+        "vote": 6,
+        "GET next": 7,
+        "POST vote": 14,
+        "later POST vote": 14,
+    },
+    "postgresql": {
+        "lease": 3,
+        "expired lease": 3,
+        "vote": 1,
+        "GET next": 4,
+        "POST vote": 5,
+        "later POST vote": 3,
+    },
 }
 
 
@@ -59,7 +74,8 @@ def test_a_judgement_through_the_api_is_one_request_of_a_few_statements():
         response, count = statements(
             lambda body=body: client.post("/api/votes/", body, content_type="application/json")
         )
-        assert response.status_code == 201 and count <= bounds["POST vote"], (number, count)
+        bound = bounds["POST vote" if number == 1 else "later POST vote"]
+        assert response.status_code == 201 and count <= bound, (number, count)
         current = response.json()["next"]
         held = Assignment.objects.get(annotator__participant_id="counted", status="active")
         assert current["assignment"] == held.pk
@@ -163,6 +179,8 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
                 "expires": now + timedelta(minutes=5),
                 "cap": None,
                 "commit_async": False,
+                "after_vote": None,
+                "settings_version": None,
             },
         )
         plan = "\n".join(line for (line,) in cursor.fetchall())

@@ -76,17 +76,16 @@ def in_thread(work, result: ThreadResult) -> threading.Thread:
     return thread
 
 
-def test_the_last_two_votes_that_do_not_see_each_other_still_ask_for_the_close(monkeypatch):
-    # Alice's vote is stored but not committed when Bob's runs: each vote's statement counts
-    # comparisons - 1. Alice then commits, and the lease that follows Bob's vote, a statement that
-    # starts after both, reads the ballot complete and asks for the close (once, for both of them).
-    study = make_study(tokens=6, ballot_count=1, appearances=4)  # 30 comparisons
+def alice_votes_and_waits_for_bob(study, monkeypatch):
+    """The last two comparisons of ballot 1, leased to Alice and Bob; Alice's vote is stored in a thread
+    and not committed until ``commit_now``. Returns (ballot, bob, his assignment, Alice's side, her
+    thread, commit_now, the close requests), with Bob's connection counting in another part."""
     ballot, [(alice, first), (bob, second)] = a_ballot_with_two_comparisons_left(study)
     asked = []
     monkeypatch.setattr(voting, "ballot_close_request", lambda *, ballot_id: asked.append(ballot_id))
     voted, commit_now = threading.Event(), threading.Event()
 
-    def alice_votes_and_waits():
+    def votes_and_waits():
         with transaction.atomic():
             recorded = voting._vote_record(annotator=alice, assignment_id=first.pk, choice="left")
             voted.set()
@@ -94,11 +93,61 @@ def test_the_last_two_votes_that_do_not_see_each_other_still_ask_for_the_close(m
         return recorded
 
     alice_side = ThreadResult()
-    thread = in_thread(alice_votes_and_waits, alice_side)
+    thread = in_thread(votes_and_waits, alice_side)
     assert voted.wait(WAIT)
     # Bob's connection must count in another part than Alice's, or his vote would wait for her row.
     while backend_pid() % BALLOT_COUNTER_PARTS == alice_side.pid % BALLOT_COUNTER_PARTS:
         connection.close()
+    return ballot, bob, second, alice_side, thread, commit_now, asked
+
+
+def test_the_last_two_votes_in_one_transaction_each_that_do_not_see_each_other_still_ask_for_the_close(
+    monkeypatch,
+):
+    # Alice's vote is stored but not committed when Bob's judgement runs: his vote's statement counts
+    # comparisons - 1, and so does his lease, in the same transaction, which finds Alice's comparison
+    # still leased and gives him none. Alice commits before Bob's read after his commit (every vote
+    # answered without a comparison reads the count again), which reads the ballot complete and asks
+    # for the close.
+    study = make_study(tokens=6, ballot_count=1, appearances=4)  # 30 comparisons, no checks
+    ballot, bob, second, alice_side, thread, commit_now, asked = alice_votes_and_waits_for_bob(
+        study, monkeypatch
+    )
+    real_read = voting._close_if_complete
+
+    def read_once_alice_committed(ballot_id):
+        assert asked == []  # nothing asked before: neither of Bob's statements saw Alice's vote
+        commit_now.set()
+        thread.join(WAIT)
+        return real_read(ballot_id)
+
+    monkeypatch.setattr(voting, "_close_if_complete", read_once_alice_committed)
+    monkeypatch.setattr(voting, "comparison_next_for", None)  # a lease of its own would fail the test
+    _vote, created, answer = voting.vote_record_and_next(
+        annotator=bob, assignment_id=second.pk, choice="right"
+    )
+
+    assert alice_side.error is None and created and commit_now.is_set()
+    assert not alice_side.value.ballot_complete  # her statement did not see Bob's vote
+    assert answer.reason == voting.NextReason.ALL_LEASED  # as Bob's lease saw it
+    assert asked == [ballot.pk]
+    ballot.refresh_from_db()
+    assert ballot.votes_recorded == ballot.comparison_count == Vote.objects.filter(ballot=ballot).count()
+    assert BallotCounter.objects.filter(ballot=ballot).count() >= 2  # their votes went to two parts
+
+
+def test_the_last_two_votes_in_two_transactions_that_do_not_see_each_other_still_ask_for_the_close(
+    monkeypatch,
+):
+    # As a judgement that serves a check runs: the vote commits, then the lease in a transaction of its
+    # own. Alice's vote is stored but not committed when Bob's runs: each vote's statement counts
+    # comparisons - 1. Alice then commits, and the lease that follows Bob's vote, a statement that
+    # starts after both, reads the ballot complete and asks for the close (once, for both of them).
+    study = make_study(tokens=6, ballot_count=1, appearances=4)  # 30 comparisons
+    ballot, bob, second, alice_side, thread, commit_now, asked = alice_votes_and_waits_for_bob(
+        study, monkeypatch
+    )
+    monkeypatch.setattr(voting, "_judgement_in_one_transaction", lambda **kwargs: voting._IN_TWO)
     real_next = voting.comparison_next_for
 
     def next_once_alice_committed(**kwargs):

@@ -1,0 +1,175 @@
+"""On PostgreSQL a judgement, the vote and the lease that follows it, is one round trip and one
+transaction (``voting._judgement_in_one_transaction``): what it writes when the vote stands, when it is
+refused, when the study's settings changed under this process's copy, when a check is drawn, and when
+a lease of the same annotator undoes it.
+
+Committed for real (``transaction=True``), as in a request: no caller's transaction around it.
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, connection
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from collection import checks, study_cache, voting
+from collection.models import Annotator, Assignment, Comparison, Study, Vote
+from common.errors import ServiceError
+from tests.factories import annotators, disagreeing_crowd, make_study
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _postgres(postgres_required):
+    assert connection.vendor == "postgresql"
+
+
+def spy_on_round_trips(monkeypatch) -> list[dict]:
+    """The parameters of each judgement sent in one round trip."""
+    sent = []
+    real = voting.execute_together
+
+    def spy(cursor, statements, parameters):
+        sent.append(parameters)
+        return real(cursor, statements, parameters)
+
+    monkeypatch.setattr(voting, "execute_together", spy)
+    return sent
+
+
+def test_a_crowd_that_disagrees_votes_a_study_through_in_one_transaction_per_judgement(
+    monkeypatch, eager_tasks
+):
+    study = make_study(tokens=6, ballot_count=2, appearances=4)  # ballots of 30 and 16 comparisons
+    crowd = annotators(study, 4)
+    choose = disagreeing_crowd(study, seed=3)
+    sent = spy_on_round_trips(monkeypatch)
+    held = {who.pk: voting.comparison_next_for(annotator=who) for who in crowd}
+    choices, into_the_next_ballot = [], []
+    for turn in range(400):
+        if Study.objects.get(pk=study.pk).status == Study.Status.FINISHED:
+            break
+        who = crowd[turn % len(crowd)]
+        result = held[who.pk]
+        if result.assignment is None:  # told to wait: asks again, as the page does
+            held[who.pk] = voting.comparison_next_for(annotator=who)
+            continue
+        choice = choose(Comparison.objects.get(pk=result.assignment.comparison_id))
+        vote, created, following = voting.vote_record_and_next(
+            annotator=who, assignment_id=result.assignment.pk, choice=choice
+        )
+        held[who.pk] = following
+        assert created and Vote.objects.get(pk=vote.pk).choice == choice
+        choices.append(choice)
+        if following.assignment is not None:
+            active = Assignment.objects.get(annotator=who, status=Assignment.Status.ACTIVE)
+            assert following.assignment.pk == active.pk
+            assert following.progress.votes_total == Vote.objects.filter(annotator=who).count()
+            if following.assignment.ballot_id != vote.ballot_id:
+                into_the_next_ballot.append(vote.ballot_id)
+    first, second = study.ballots.order_by("number")
+    assert Study.objects.get(pk=study.pk).status == Study.Status.FINISHED
+    assert (
+        (first.votes_recorded, second.votes_recorded)
+        == (30, 16)
+        == (first.votes.count(), second.votes.count())
+    )
+    assert len(sent) == len(choices) == 46 and {"left", "right"} <= set(choices)  # one round trip each
+    assert all(parameters["commit_async"] is False for parameters in sent)  # a vote's commit: on disk
+    # The vote that completed ballot 1 leased again after its commit, where the eager close had
+    # opened ballot 2, and was answered with a comparison of ballot 2.
+    assert into_the_next_ballot == [first.pk]
+
+
+def test_a_refused_vote_leases_nothing():
+    study = make_study(tokens=6, ballot_count=1)
+    (alice,) = annotators(study, 1)
+    held = voting.comparison_next_for(annotator=alice).assignment
+    later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
+    leased_before = Comparison.objects.filter(status="leased").count()
+    with pytest.raises(ServiceError) as refused:
+        voting.vote_record_and_next(annotator=alice, assignment_id=held.pk, choice="left", now=later)
+    assert refused.value.status == 409
+    assert not Vote.objects.exists()
+    assert list(Assignment.objects.values_list("pk", "status")) == [(held.pk, "active")]
+    assert Comparison.objects.filter(status="leased").count() == leased_before == 1
+
+
+def test_after_a_change_of_settings_the_lease_follows_the_new_ones():
+    # This process's copy of the study is older than the study: the lease in the vote's transaction
+    # does not run (its length and cap would be the old ones); the lease on its own, after it, does.
+    study = make_study(tokens=6, ballot_count=1, lease_seconds=300)
+    client = Client()
+    entry = reverse("collection:entry", args=[study.slug])
+    client.get(entry, {"participant": "p1"})
+    client.post(entry, {"consent": "yes", "participant": "p1"})
+    token = client.cookies["csrftoken"].value
+    first = client.get(f"/api/studies/{study.slug}/next/").json()
+    voted = client.post(
+        "/api/votes/", {"assignment": first["assignment"], "choice": "left"},
+        content_type="application/json", HTTP_X_CSRFTOKEN=token,
+    ).json()  # fmt: skip
+    assert study_cache.latest_study(study.pk).lease_seconds == 300  # this process's copy
+    changed = Study.objects.get(pk=study.pk)
+    changed.lease_seconds = 60
+    changed.save()
+    before = timezone.now()
+    answer = client.post(
+        "/api/votes/", {"assignment": voted["next"]["assignment"], "choice": "right"},
+        content_type="application/json", HTTP_X_CSRFTOKEN=token,
+    )  # fmt: skip
+    assert answer.status_code == 201
+    following = Assignment.objects.get(pk=answer.json()["next"]["assignment"])
+    assert (following.expires_at - before).total_seconds() <= 61
+    assert Vote.objects.count() == 2
+
+
+def test_a_judgement_draws_its_check_once_and_serves_the_check_when_drawn(monkeypatch):
+    study = make_study(tokens=6, ballot_count=1, check_rate=0.5)
+    left, right = study.items.order_by("pk")[:2]
+    checks.check_create(study=study, kind="gold", left_item=left, right_item=right, expected="left")
+    (alice,) = annotators(study, 1)
+    draws = []
+    due = iter([False, False, True])  # the first lease, then two judgements
+
+    def drawn(*, rate, rng=None):
+        draws.append(rate)
+        return next(due)
+
+    monkeypatch.setattr(checks, "check_due", drawn)
+    sent = spy_on_round_trips(monkeypatch)
+    held = voting.comparison_next_for(annotator=alice).assignment
+    _vote, _created, following = voting.vote_record_and_next(
+        annotator=alice, assignment_id=held.pk, choice="left"
+    )
+    assert len(draws) == 2 and len(sent) == 1 and following.assignment.comparison_id is not None
+    _vote, _created, check = voting.vote_record_and_next(
+        annotator=alice, assignment_id=following.assignment.pk, choice="right"
+    )
+    assert len(draws) == 3 and len(sent) == 1  # drawn: the vote, then the check's lease on its own
+    assert check.assignment.quality_check_id is not None and check.assignment.comparison_id is None
+
+
+def test_a_judgement_undone_by_a_lease_of_the_same_annotator_is_recorded_in_two_transactions(monkeypatch):
+    # The whole transaction is undone (the vote with the lease): the vote is then recorded once,
+    # by the two transactions of a judgement that serves a check.
+    study = make_study(tokens=6, ballot_count=1)
+    (alice,) = annotators(study, 1)
+    held = voting.comparison_next_for(annotator=alice).assignment
+    raised = []
+
+    def lost_race(cursor, statements, parameters):
+        raised.append(parameters["assignment"])
+        raise IntegrityError("one_active_assignment_per_annotator")
+
+    monkeypatch.setattr(voting, "execute_together", lost_race)
+    vote, created, following = voting.vote_record_and_next(
+        annotator=alice, assignment_id=held.pk, choice="left"
+    )
+    assert raised == [held.pk] and created
+    assert list(Vote.objects.values_list("assignment_id", "choice")) == [(held.pk, "left")]
+    assert following.assignment is not None and following.assignment.pk != held.pk
+    assert Annotator.objects.get(pk=alice.pk).assignments.filter(status="active").count() == 1
