@@ -822,8 +822,7 @@ def _vote_record(
     if annotator.excluded_at is not None:
         raise ServiceError(EXCLUDED_MESSAGE, status=403)
     now = now or timezone.now()
-    if choice not in Vote.Choice.values:
-        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    _require_choice(choice)
     if connection.vendor == "postgresql":
         recorded = _vote_in_one_statement(
             owners={annotator.study_id: annotator.pk},
@@ -843,6 +842,11 @@ def _vote_record(
         client_response_ms=_client_response_ms(client_response_ms),
         now=now,
     )
+
+
+def _require_choice(choice: str) -> None:
+    if choice not in Vote.Choice.values:
+        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
 
 
 def _tie_refused(annotator: Annotator, choice: str) -> bool:
@@ -969,8 +973,7 @@ def _vote_record_by_owner(
     if connection.vendor != "postgresql" or not owners:
         return None
     now = now or timezone.now()
-    if choice not in Vote.Choice.values:
-        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    _require_choice(choice)
     return _vote_in_one_statement(
         owners=owners,
         assignment_id=assignment_id,
@@ -1304,8 +1307,7 @@ def _judgement(
     judgement that serves a check takes two transactions: the check's lease locks the annotator).
     """
     now = now or timezone.now()
-    if choice not in Vote.Choice.values:
-        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    _require_choice(choice)
     study = annotator.study if annotator is not None else None
     if study is None and len(owners) == 1:
         study = latest_study(next(iter(owners)))
