@@ -4,7 +4,7 @@ answers of the same statement sent as text."""
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import IntegrityError, connection, connections, transaction
 
 from common.prepared import PreparedStatement
 
@@ -77,3 +77,38 @@ def test_a_new_connection_prepares_it_again(postgres_required):
             assert cursor.fetchone() == (datetime(2026, 1, 2, tzinfo=UTC), False, "right!")
     finally:
         other.close()
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_statements_sent_together_see_each_other_and_commit_together_or_not_at_all(postgres_required):
+    from common.prepared import execute_together
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE together_probe (n integer PRIMARY KEY)")
+    insert = PreparedStatement(
+        "yardstick_test_together_insert",
+        "INSERT INTO together_probe VALUES (%(n)s) RETURNING n",
+        {"n": "integer"},
+    )
+    again = PreparedStatement(
+        "yardstick_test_together_again",
+        "INSERT INTO together_probe VALUES (%(m)s) RETURNING n",
+        {"m": "integer"},
+    )
+    seen = PreparedStatement(
+        "yardstick_test_together_seen",
+        "SELECT count(*) FROM together_probe WHERE n <= %(n)s",
+        {"n": "integer"},
+    )
+    with connection.cursor() as cursor:
+        assert execute_together(cursor, (insert, seen), {"n": 1}) == [(1,), (1,)]  # the second saw the first
+        # The second fails (1 is there already): the first's row goes with it, in autocommit too.
+        with pytest.raises(IntegrityError):
+            execute_together(cursor, (insert, again), {"n": 2, "m": 1})
+        cursor.execute("SELECT n FROM together_probe ORDER BY n")
+        assert cursor.fetchall() == [(1,)]
+        assert execute_together(cursor, (insert, again), {"n": 2, "m": 3}) == [(2,), (3,)]
+        cursor.execute("SELECT n FROM together_probe ORDER BY n")
+        assert cursor.fetchall() == [(1,), (2,), (3,)]
+        cursor.execute("DROP TABLE together_probe")
