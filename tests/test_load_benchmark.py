@@ -94,3 +94,45 @@ def test_a_generator_is_interrupted_once_its_condition_holds_and_still_reports()
 
     assert finished.stdout == "report\n"
     assert time.monotonic() - started < 10
+
+
+def test_rounds_report_the_median_ratio_and_the_median_rounds_phases(monkeypatch):
+    """--rounds: four rounds whose ratios are worked out by hand (healthz/s over votes/s): 5, 6, 4 and
+    8. The median is 5.5, the range 4 to 8, and the phases reported are the lower middle round's (5)."""
+    from tests.reliability import bench_load
+
+    healthz_rates = iter([3000, 3000, 2400, 2400])
+    vote_rates = {"wrk1": 600, "wrk2": 500, "wrk3": 600, "wrk4": 300}
+    phases = []
+
+    def health(base_url, *, clients, seconds, meter=None):
+        phases.append(("health", None))
+        cores = {"web": 1.5, "postgres": 0.2, "postgres/backends": 0.2}
+        return {"requests_per_second": next(healthz_rates), "cores": cores}
+
+    def vote(base_url, slug, *, annotators, seconds, prefix, run_dir, meter=None):
+        phases.append(("vote", prefix))
+        cores = {"web": 1.0, "postgres": 0.6}
+        return {"votes_per_second": vote_rates[prefix], "cores": cores, "errors": 0}
+
+    monkeypatch.setattr(bench_load, "wrk_phase", health)
+    monkeypatch.setattr(bench_load, "wrk_vote_phase", vote)
+
+    class FakeStack:
+        base_url = "http://127.0.0.1:1"
+        run_dir = "/nonexistent"
+
+    rounds = bench_load.wrk_rounds(FakeStack(), rounds=4, seconds=1, meter=None, log=lambda message: None)
+    # Alternated, and each round's annotators are new ones.
+    assert [kind for kind, _ in phases] == ["health", "vote"] * 4
+    assert [value for kind, value in phases if kind == "vote"] == ["wrk1", "wrk2", "wrk3", "wrk4"]
+    assert [row["ratio"] for row in rounds["each"]] == [5.0, 6.0, 4.0, 8.0]
+    assert rounds["median"] == 5.5
+    assert rounds["range"] == [4.0, 8.0]
+    health_phase, vote_phase = rounds["median_round"]
+    assert (health_phase["requests_per_second"], vote_phase["votes_per_second"]) == (3000, 600)
+    # CPU per request: all the parts' cores (postgres once, not its kinds) over the rate.
+    assert rounds["each"][0]["cpu_ms_per_healthz"] == round(1000 * 1.7 / 3000, 3)
+    assert rounds["each"][0]["cpu_ms_per_vote"] == round(1000 * 1.6 / 600, 3)
+    table = bench_load.rounds_markdown({"rounds": rounds})
+    assert "**5.50** (4.00 to 8.00)" in table

@@ -5,6 +5,7 @@
     python benchmarks/bench_load.py --phases health,vote --env DATABASE_POOL=false
     python benchmarks/bench_load.py --phases vote --statements   # where the database's time goes
     python benchmarks/bench_load.py --phases health,health-wrk,vote --seconds 15   # the two ratios only
+    python benchmarks/bench_load.py --phases health-wrk,vote-wrk --rounds 5 --seconds 12   # N, 5 times
 
 Starts the reliability harness's stack (tests/reliability/stack.py: its own PostgreSQL cluster, its own
 Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command and environment, all on
@@ -48,7 +49,10 @@ Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command 
 
 "A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run
 with the same generator; the goal of issue 9 is N ≤ 3. "… of wrk's healthz requests" divides wrk's
-floor by the same votes/s instead. Afterwards: the resident memory of every gunicorn worker, and the
+floor by the same votes/s instead. With ``--rounds R``, health-wrk and vote-wrk run R times,
+alternated, on the one stack (the vote study sized so that no ballot closes under them), and N is the
+median of the R ratios, printed with each round's: one ratio carries the machine's drift between its
+two phases, up to 10% here. Afterwards: the resident memory of every gunicorn worker, and the
 invariants of tests/reliability/invariants.py on every study the run used. Prints a Markdown table (and, with
 ``--json``, writes every figure). The run stops by itself (``--time-limit``) and stops all it started.
 """
@@ -64,6 +68,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -371,6 +376,69 @@ def wrk_vote_phase(
         base_url, slug, credentials=credentials, annotators=annotators, seconds=seconds, meter=meter
     )
     return {**report, "joined": annotators}
+
+
+MAX_ROUNDS = 9
+
+
+def wrk_rounds(stack, *, rounds: int, seconds: float, meter, log) -> dict:
+    """The issue's ratio ``rounds`` times on one stack: health-wrk then vote-wrk, alternated, each round's
+    vote phase with annotators of its own. One ratio carries the drift of the machine between its two
+    phases (10% between runs here, BENCHMARKS.md); the median of several does not. Returns the rounds,
+    their ratios' median and range, and the two phases of the round whose ratio is the median."""
+    pairs = []
+    for number in range(1, rounds + 1):
+        health = wrk_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=seconds, meter=meter)
+        vote = wrk_vote_phase(
+            stack.base_url, "bench", annotators=VOTE_ANNOTATORS, seconds=seconds,
+            prefix=f"wrk{number}", run_dir=stack.run_dir, meter=meter,
+        )  # fmt: skip
+        if not vote["votes_per_second"]:
+            raise RuntimeError(f"round {number}: no votes were recorded")
+        ratio = health["requests_per_second"] / vote["votes_per_second"]
+        log(f"round {number}: {health['requests_per_second']:.0f} healthz/s, {vote['votes_per_second']:.1f} "
+            f"votes/s, N {ratio:.2f}")  # fmt: skip
+        pairs.append((ratio, health, vote))
+    ordered = sorted(pairs, key=lambda pair: pair[0])
+    _, health, vote = ordered[(len(ordered) - 1) // 2]  # an odd count's middle, an even count's lower one
+    return {
+        "median": round(statistics.median(pair[0] for pair in pairs), 2),
+        "range": [round(ordered[0][0], 2), round(ordered[-1][0], 2)],
+        "each": [
+            {
+                "healthz_per_second": h["requests_per_second"],
+                "votes_per_second": v["votes_per_second"],
+                "ratio": round(r, 2),
+                "cpu_ms_per_healthz": round(
+                    1000 * sum(h["cores"][p] for p in _parts(h["cores"])) / h["requests_per_second"], 3
+                ),
+                "cpu_ms_per_vote": round(
+                    1000 * sum(v["cores"][p] for p in _parts(v["cores"])) / v["votes_per_second"], 3
+                ),
+                "errors": v["errors"],
+            }
+            for r, h, v in pairs
+        ],  # fmt: skip
+        "median_round": (health, vote),
+    }
+
+
+def rounds_markdown(report: dict) -> str:
+    rounds = report.get("rounds")
+    if not rounds:
+        return ""
+    lines = [
+        "| round | healthz/s | votes/s | N | CPU ms per healthz / per vote | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for number, row in enumerate(rounds["each"], start=1):
+        lines.append(
+            f"| {number} | {row['healthz_per_second']:,.0f} | {row['votes_per_second']:,.1f} | {row['ratio']:.2f} "
+            f"| {row['cpu_ms_per_healthz']:.2f} / {row['cpu_ms_per_vote']:.2f} | {row['errors']} |"
+        )
+    low, high = rounds["range"]
+    lines.append(f"| median | | | **{rounds['median']:.2f}** ({low:.2f} to {high:.2f}) | | |")
+    return "\n".join(lines)
 
 
 def wrk_crowd_phase(
@@ -1007,6 +1075,13 @@ def parser() -> argparse.ArgumentParser:
     )
     main.add_argument("--seconds", type=float, default=30, help="measured seconds of each phase")
     main.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run health-wrk and vote-wrk this many times, alternated, on one stack; N is the median of "
+        "the rounds' ratios (the machine's drift between two phases is what makes one ratio noisy)",
+    )
+    main.add_argument(
         "--crowd-seconds", type=float, default=None, help="of the crowd phase (default: --seconds)"
     )
     main.add_argument("--web-workers", type=int, default=None, help="gunicorn processes (default: compose's)")
@@ -1032,6 +1107,8 @@ def _stop_at_time_limit(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise SystemExit(f"--rounds must be 1 to {MAX_ROUNDS}, got {args.rounds}")
     phases = {phase.strip() for phase in (args.phases or DEFAULT_PHASES).split(",") if phase.strip()}
     if args.phases is None and shutil.which("wrk") is None:
         phases -= WRK_PHASES
@@ -1079,7 +1156,10 @@ def main(argv: list[str] | None = None) -> int:
             ("crowdwrk", {"crowd-wrk"}),
         ):
             if phases & used_by:
-                log(f"seeding {slug}: {stack.seed_study(slug=slug, tokens=45, appearances=20, ballots=7)}")
+                # Ballot 1 of the vote phases' study outlasts every round: no ballot closes under them.
+                appearances = 20 * args.rounds if slug == "bench" else 20
+                plan = stack.seed_study(slug=slug, tokens=45, appearances=appearances, ballots=7)
+                log(f"seeding {slug}: {plan}")
                 slugs.append(slug)
         if "ballots-wrk" in phases:
             report["ballots_plan"] = stack.seed_study(slug="ballots", **BALLOTS_PLAN)
@@ -1092,7 +1172,12 @@ def main(argv: list[str] | None = None) -> int:
                 health_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds, meter=meter)
             )
             log(f"health: {report['health']}")
-        if "health-wrk" in phases:
+        if {"health-wrk", "vote-wrk"} <= phases and args.rounds > 1:
+            report["rounds"] = wrk_rounds(
+                stack, rounds=args.rounds, seconds=args.seconds, meter=meter, log=log
+            )
+            report["health_wrk"], report["vote_wrk"] = report["rounds"].pop("median_round")
+        elif "health-wrk" in phases:
             report["health_wrk"] = wrk_phase(
                 stack.base_url, clients=HEALTH_CLIENTS, seconds=args.seconds, meter=meter
             )
@@ -1109,13 +1194,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.statements and report["vote"].get("votes"):
                 report["vote"]["statements"] = statements_read(stack, report["vote"]["votes"])
             log(f"vote: {report['vote']}")
-        if "vote-wrk" in phases:
+        if "vote-wrk" in phases and "rounds" not in report:
             report["vote_wrk"] = wrk_vote_phase(
                 stack.base_url, "bench", annotators=VOTE_ANNOTATORS, seconds=args.seconds,
                 prefix="wrk", run_dir=stack.run_dir, meter=meter,
             )  # fmt: skip
             log(f"vote-wrk: {report['vote_wrk']}")
-        if "health_wrk" in report and report.get("vote_wrk", {}).get("votes_per_second"):
+        if "rounds" in report:
+            report["wrk_healthz_per_wrk_vote"] = report["rounds"]["median"]
+        elif "health_wrk" in report and report.get("vote_wrk", {}).get("votes_per_second"):
             report["wrk_healthz_per_wrk_vote"] = round(
                 report["health_wrk"]["requests_per_second"] / report["vote_wrk"]["votes_per_second"], 2
             )
@@ -1168,6 +1255,9 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(report))
     if table := cpu_markdown(report):
         print("\nWhere the CPU went (all processes of the stack, and the load generator):\n")
+        print(table)
+    if table := rounds_markdown(report):
+        print("\nThe rounds, alternated (the figures above are the median round's):\n")
         print(table)
     if table := boundaries_markdown(report):
         print(
