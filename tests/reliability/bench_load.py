@@ -415,6 +415,10 @@ def wrk_rounds(stack, *, rounds: int, seconds: float, meter, log) -> dict:
                 "cpu_ms_per_vote": round(
                     1000 * sum(v["cores"][p] for p in _parts(v["cores"])) / v["votes_per_second"], 3
                 ),
+                "vote_ms_by_part": {
+                    part: round(1000 * v["cores"][part] / v["votes_per_second"], 3)
+                    for part in _parts(v["cores"])
+                },
                 "errors": v["errors"],
             }
             for r, h, v in pairs
@@ -428,16 +432,19 @@ def rounds_markdown(report: dict) -> str:
     if not rounds:
         return ""
     lines = [
-        "| round | healthz/s | votes/s | N | CPU ms per healthz / per vote | errors |",
-        "|---|---|---|---|---|---|",
+        "| round | healthz/s | votes/s | N | CPU ms per healthz / per vote | … per vote: web / PostgreSQL "
+        "| errors |",
+        "|---|---|---|---|---|---|---|",
     ]
     for number, row in enumerate(rounds["each"], start=1):
+        parts = row.get("vote_ms_by_part", {})
         lines.append(
             f"| {number} | {row['healthz_per_second']:,.0f} | {row['votes_per_second']:,.1f} | {row['ratio']:.2f} "
-            f"| {row['cpu_ms_per_healthz']:.2f} / {row['cpu_ms_per_vote']:.2f} | {row['errors']} |"
+            f"| {row['cpu_ms_per_healthz']:.2f} / {row['cpu_ms_per_vote']:.2f} "
+            f"| {parts.get('web', 0):.2f} / {parts.get('postgres', 0):.2f} | {row['errors']} |"
         )
     low, high = rounds["range"]
-    lines.append(f"| median | | | **{rounds['median']:.2f}** ({low:.2f} to {high:.2f}) | | |")
+    lines.append(f"| median | | | **{rounds['median']:.2f}** ({low:.2f} to {high:.2f}) | | | |")
     return "\n".join(lines)
 
 
