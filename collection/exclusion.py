@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from collection.models import (
     Annotator,
+    AnnotatorVotes,
     Assignment,
     Ballot,
     BallotCounter,
@@ -205,6 +206,7 @@ def _votes_set_aside(*, exclusion: Exclusion, ballot: Ballot, annotator_id: int)
     if deleted != count:  # the annotator's row is locked and their lease cancelled: nothing can vote now
         raise ServiceError(f"set aside {count} votes but deleted {deleted}; nothing was changed", status=409)
     BallotCounter.add(ballot_id=ballot.pk, votes=-count)
+    AnnotatorVotes.add(annotator_id=annotator_id, ballot_id=ballot.pk, votes=-count)
     return count
 
 

@@ -739,6 +739,53 @@ class BallotCounter(models.Model):
             return cursor.fetchone()
 
 
+class AnnotatorVotes(models.Model):
+    """An annotator's count of votes: in their study, and in the ballot of their latest vote.
+
+    The vote's statement adds one (``collection.voting``), an exclusion takes off the votes it sets
+    aside (``collection.exclusion``), so that the lease reads the annotator's progress and cap from one
+    row: counting their votes instead read every one of them, on every lease (BENCHMARKS.md, issue 9).
+    ``in_ballot`` counts the votes in ``ballot``; in any other ballot the annotator has none yet.
+    """
+
+    annotator = models.OneToOneField(
+        "Annotator", on_delete=models.CASCADE, primary_key=True, related_name="vote_count"
+    )
+    total = models.IntegerField(default=0)
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="+", db_index=False)
+    in_ballot = models.IntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "annotator votes"
+
+    def __str__(self) -> str:
+        return (
+            f"annotator {self.annotator_id}: {self.total} votes, {self.in_ballot} in ballot {self.ballot_id}"
+        )
+
+    @classmethod
+    def add(cls, *, annotator_id: int, ballot_id: int, votes: int) -> None:
+        """Add ``votes`` (negative to take off) to the annotator's count, in ``ballot_id``: one
+        statement on either database. The vote's own statement on PostgreSQL adds its one in place."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                ANNOTATOR_VOTES_ADD_SQL, {"annotator": annotator_id, "ballot": ballot_id, "votes": votes}
+            )
+
+
+# A vote in the ballot the count is in adds to in_ballot; a vote in the next ballot starts it again.
+ANNOTATOR_VOTES_ADD_SQL = """
+INSERT INTO collection_annotatorvotes (annotator_id, total, ballot_id, in_ballot)
+VALUES (%(annotator)s, %(votes)s, %(ballot)s, %(votes)s)
+ON CONFLICT (annotator_id) DO UPDATE SET
+    total = collection_annotatorvotes.total + excluded.total,
+    in_ballot = CASE WHEN collection_annotatorvotes.ballot_id = excluded.ballot_id
+                     THEN collection_annotatorvotes.in_ballot + excluded.in_ballot
+                     ELSE excluded.in_ballot END,
+    ballot_id = excluded.ballot_id
+"""
+
+
 class BallotItem(models.Model):
     """Membership of an item in a ballot."""
 

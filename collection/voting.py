@@ -24,6 +24,7 @@ from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import (
     BALLOT_COUNTER_PARTS,
     Annotator,
+    AnnotatorVotes,
     Assignment,
     Ballot,
     BallotCounter,
@@ -263,11 +264,11 @@ released AS (
     WHERE id IN (SELECT id FROM held WHERE NOT valid) AND EXISTS (SELECT 1 FROM ballot)
     RETURNING id
 ),
-votes AS (
-    SELECT count(*) AS total,
-           count(*) FILTER (WHERE v.ballot_id = (SELECT id FROM ballot)) AS in_ballot
-    FROM collection_vote v
-    WHERE v.annotator_id = %(annotator)s
+votes AS (  -- their count (AnnotatorVotes): counting their votes read every one, on every lease
+    SELECT COALESCE(MAX(n.total), 0) AS total,
+           COALESCE(MAX(n.in_ballot) FILTER (WHERE n.ballot_id = (SELECT id FROM ballot)), 0) AS in_ballot
+    FROM collection_annotatorvotes n
+    WHERE n.annotator_id = %(annotator)s
 ),
 free_expired AS (
     SELECT c.id, c.status
@@ -332,10 +333,17 @@ SELECT ballot.id, ballot.number, ballot.comparison_count, ballot.votes_recorded,
        votes.total, votes.in_ballot,
        given.id, given.comparison_id, given.issued_at, given.expires_at,
        c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text,
-       CASE WHEN given.id IS NULL AND ballot.id IS NOT NULL THEN EXISTS (
-           SELECT 1 FROM collection_comparison other
-           WHERE other.ballot_id = ballot.id
-             AND (other.status = 'open' OR (other.status = 'leased' AND other.lease_expires_at < %(now)s))
+       -- the first of each status by position, each an index-ordered scan of its partial index:
+       -- a test of both statuses at once (or an EXISTS, planned as a sequential scan that expects an
+       -- open comparison at once) read the whole ballot when it had none, at every ballot's end
+       CASE WHEN given.id IS NULL AND ballot.id IS NOT NULL THEN (
+           (SELECT other.position FROM collection_comparison other
+            WHERE other.ballot_id = ballot.id AND other.status = 'open'
+            ORDER BY other.position LIMIT 1) IS NOT NULL
+           OR (SELECT other.position FROM collection_comparison other
+               WHERE other.ballot_id = ballot.id AND other.status = 'leased'
+                 AND other.lease_expires_at < %(now)s
+               ORDER BY other.position LIMIT 1) IS NOT NULL
        ) END,
        (SELECT excluded FROM me),
        (SELECT go FROM me),
@@ -880,10 +888,9 @@ state AS (
     JOIN collection_ballot b ON b.id = t.ballot_id
     JOIN collection_study st ON st.id = t.study_id
 ),
-taken AS (
+taken AS (  -- by its primary key: joined to state, the plan scanned every leased comparison instead
     UPDATE collection_comparison c SET status = 'voted', lease_expires_at = NULL
-    FROM state s
-    WHERE c.id = s.comparison_id AND s.may_vote AND c.status = 'leased'
+    WHERE c.id = (SELECT s.comparison_id FROM state s WHERE s.may_vote) AND c.status = 'leased'
     RETURNING c.id, c.ballot_id, c.left_item_id, c.right_item_id, c.pair_low, c.pair_high
 ),
 vote AS (
@@ -903,6 +910,15 @@ marked AS (
     FROM vote
     WHERE a.id = vote.assignment_id
     RETURNING a.id
+),
+counted AS (  -- the annotator's count (AnnotatorVotes), which their next lease reads
+    INSERT INTO collection_annotatorvotes AS theirs (annotator_id, total, ballot_id, in_ballot)
+    SELECT s.annotator_id, 1, vote.ballot_id, 1 FROM vote, state s
+    ON CONFLICT (annotator_id) DO UPDATE SET
+        total = theirs.total + 1,
+        in_ballot = CASE WHEN theirs.ballot_id = excluded.ballot_id THEN theirs.in_ballot + 1 ELSE 1 END,
+        ballot_id = excluded.ballot_id
+    RETURNING theirs.annotator_id
 ),
 counter AS (  -- this connection's part of the ballot's count (BallotCounter)
     INSERT INTO collection_ballotcounter AS mine (ballot_id, part, votes)
@@ -1208,6 +1224,7 @@ def _vote_step_by_step(
     # The transaction (serialised by its write lock) that brings the count to comparison_count is the
     # one that asks for the ballot to close.
     recorded, comparison_count = BallotCounter.add(ballot_id=ballot_id, votes=1)
+    AnnotatorVotes.add(annotator_id=annotator.pk, ballot_id=ballot_id, votes=1)
     values = {
         "id": vote_id,
         "assignment_id": assignment_id,

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.test import Client
 
 from collection.crowd import Outcome, participant_code
@@ -15,6 +16,7 @@ from collection.exclusion import annotator_exclude, annotator_readmit
 from collection.lifecycle import ballot_close
 from collection.models import (
     Annotator,
+    AnnotatorVotes,
     Assignment,
     Ballot,
     Comparison,
@@ -48,6 +50,11 @@ def assert_collection_consistent(study: Study) -> None:
     assert set(voted_assignments.values_list("pk", flat=True)) == set(
         Vote.objects.filter(ballot__study=study).values_list("assignment_id", flat=True)
     )
+    for annotator_id, total in (
+        Annotator.objects.filter(study=study).annotate(cast=Count("votes")).values_list("pk", "cast")
+    ):
+        counted = AnnotatorVotes.objects.filter(annotator_id=annotator_id).values_list("total", flat=True)
+        assert (counted.first() or 0) == total, annotator_id
     leased = Comparison.objects.filter(ballot__study=study, status=Comparison.Status.LEASED)
     assert set(leased.values_list("pk", flat=True)) == set(
         Assignment.objects.filter(ballot__study=study, status=Assignment.Status.ACTIVE).values_list(

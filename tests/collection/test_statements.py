@@ -31,13 +31,15 @@ BOUNDS = {
     # finds the cookie's annotator itself) and the lease, sent together in one query (in a test, within
     # a savepoint: 3), plus the study's row once per process (its first judgement sends them apart: 5).
     # A GET next reads the cookie's annotator with its study in one query (two before 2026-11-24).
+    # A vote adds one to the annotator's count (AnnotatorVotes), which the lease reads instead of their
+    # votes: within the vote's statement on PostgreSQL, one more statement on SQLite (since 2026-11-24).
     "sqlite": {
         "lease": 6,
         "expired lease": 7,
-        "vote": 6,
+        "vote": 7,
         "GET next": 7,
-        "POST vote": 14,
-        "later POST vote": 14,
+        "POST vote": 15,
+        "later POST vote": 15,
     },
     "postgresql": {
         "lease": 3,

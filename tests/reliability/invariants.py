@@ -146,6 +146,24 @@ INVARIANTS = [
         """,
     ),
     Invariant(
+        "annotator_count_equals_votes",
+        "each annotator's count of votes (AnnotatorVotes) equals their votes, in the study and in the "
+        "ballot it counts, and no vote of theirs is in a later ballot than that one",
+        f"""
+        SELECT * FROM (
+            SELECT an.id AS annotator, COALESCE(n.total, 0) AS total, n.ballot_id, n.in_ballot,
+                   (SELECT count(*) FROM collection_vote v WHERE v.annotator_id = an.id) AS votes,
+                   (SELECT count(*) FROM collection_vote v
+                    WHERE v.annotator_id = an.id AND v.ballot_id = n.ballot_id) AS votes_in_ballot,
+                   (SELECT max(v.ballot_id) FROM collection_vote v WHERE v.annotator_id = an.id) AS latest_ballot
+            FROM collection_annotator an
+            LEFT JOIN collection_annotatorvotes n ON n.annotator_id = an.id
+            WHERE an.study_id IN {_STUDIES}
+        ) AS counted
+        WHERE total <> votes OR in_ballot <> votes_in_ballot OR latest_ballot > ballot_id
+        """,
+    ),
+    Invariant(
         "ballot_closed_once",
         "each ballot closed once: a closed ballot has a closing time and exactly one score per item, "
         "an open one neither",
