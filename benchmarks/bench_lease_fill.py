@@ -1,4 +1,4 @@
-"""The PostgreSQL lease as its ballot fills: the statement's time at 0%, 50%, 90% and 99% voted.
+"""The PostgreSQL lease as its ballot fills: the statement's time at 0%, 50%, 90% and 99% voted, and at its end.
 
     createdb -h 127.0.0.1 -U postgres bench_lease
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_lease python benchmarks/bench_lease_fill.py
@@ -8,7 +8,9 @@ ballot of 9,900 comparisons). For each share of the ballot, it marks that many c
 position order, as annotators take them), runs ``VACUUM ANALYZE`` (what autovacuum does between
 ballots), then times the lease statement (``collection.voting.LEASE_STATEMENT``, prepared) for
 annotators who hold nothing, each run rolled back. It prints the median of ``--runs`` leases at each
-fill and its ratio to the empty ballot's: the baseline. A lease whose cost grew with the votes already
+fill and its ratio to the empty ballot's: the baseline. At "end" every comparison is voted but the last
+50, leased to others: the lease gives nothing and answers "all leased", what the whole crowd asks,
+again and again, while a ballot's last comparisons are judged. A lease whose cost grew with the votes already
 in its ballot would make a large ballot slow at its end; the goal is a flat line.
 
 With ``--stale-statistics`` the statistics stay those of the ballot's opening (every comparison open:
@@ -30,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-FILLS = (0.0, 0.5, 0.9, 0.99)
+FILLS = (0.0, 0.5, 0.9, 0.99, 1.0)
+LEASED_AT_THE_END = 50
 
 
 def main() -> None:
@@ -69,7 +72,7 @@ def main() -> None:
         for n in range(10)
     ]
 
-    def lease_seconds(annotator) -> float:
+    def lease_seconds(annotator, *, given: bool = True) -> float:
         now = timezone.now()
         parameters = {
             "study": study.pk,
@@ -85,7 +88,7 @@ def main() -> None:
             LEASE_STATEMENT.execute(cursor, parameters)
             row = cursor.fetchone()
             elapsed = time.perf_counter() - started
-            assert row[6] is not None, "no comparison was given"
+            assert (row[6] is not None) == given, "a comparison was given" if row[6] else "none was given"
             transaction.set_rollback(True)
         return elapsed
 
@@ -97,17 +100,25 @@ def main() -> None:
     )
     baseline = None
     for fill in FILLS:
-        voted = int(fill * ballot.comparison_count)
+        end = fill == 1.0
+        voted = ballot.comparison_count - LEASED_AT_THE_END if end else int(fill * ballot.comparison_count)
         Comparison.objects.filter(ballot=ballot, position__lt=voted).update(status=Comparison.Status.VOTED)
-        Comparison.objects.filter(ballot=ballot, position__gte=voted).update(status=Comparison.Status.OPEN)
+        rest = Comparison.objects.filter(ballot=ballot, position__gte=voted)
+        if end:
+            rest.update(status=Comparison.Status.LEASED, lease_expires_at=timezone.now() + timedelta(hours=1))
+        else:
+            rest.update(status=Comparison.Status.OPEN, lease_expires_at=None)
         if fill == 0.0 or not args.stale_statistics:
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE collection_comparison")
         for annotator in annotators:  # warm: prepared on this connection, pages in the cache
-            lease_seconds(annotator)
-        median = statistics.median(lease_seconds(annotators[n % len(annotators)]) for n in range(args.runs))
+            lease_seconds(annotator, given=not end)
+        median = statistics.median(
+            lease_seconds(annotators[n % len(annotators)], given=not end) for n in range(args.runs)
+        )
         baseline = baseline or median
-        print(f"{fill:>5.0%} voted: {median * 1000:.3f} ms  ({median / baseline:.2f}x the empty ballot)")
+        label = f"end ({LEASED_AT_THE_END} leased)" if end else f"{fill:.0%} voted"
+        print(f"{label:>16}: {median * 1000:.3f} ms  ({median / baseline:.2f}x the empty ballot)")
 
 
 if __name__ == "__main__":
