@@ -333,17 +333,31 @@ SELECT ballot.id, ballot.number, ballot.comparison_count, ballot.votes_recorded,
        votes.total, votes.in_ballot,
        given.id, given.comparison_id, given.issued_at, given.expires_at,
        c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text,
-       -- the first of each status by position, each an index-ordered scan of its partial index:
-       -- a test of both statuses at once (or an EXISTS, planned as a sequential scan that expects an
-       -- open comparison at once) read the whole ballot when it had none, at every ballot's end
+       -- Nothing given: "none for you" when comparisons are left (open, or leases lapsed) and every
+       -- one of them is a pair the annotator has judged; else they are leased to others, or are
+       -- being leased by others at this instant (SKIP LOCKED passed over them): "all leased". Each
+       -- look-up is the first by position of one status, an index-ordered scan of its partial index:
+       -- one test of both statuses at once (or an EXISTS, planned as a sequential scan that expects
+       -- an open comparison at once) read the whole ballot when it had none, at every ballot's end.
        CASE WHEN given.id IS NULL AND ballot.id IS NOT NULL THEN (
-           (SELECT other.position FROM collection_comparison other
-            WHERE other.ballot_id = ballot.id AND other.status = 'open'
-            ORDER BY other.position LIMIT 1) IS NOT NULL
-           OR (SELECT other.position FROM collection_comparison other
-               WHERE other.ballot_id = ballot.id AND other.status = 'leased'
-                 AND other.lease_expires_at < %(now)s
-               ORDER BY other.position LIMIT 1) IS NOT NULL
+           ((SELECT other.position FROM collection_comparison other
+             WHERE other.ballot_id = ballot.id AND other.status = 'open'
+             ORDER BY other.position LIMIT 1) IS NOT NULL
+            OR (SELECT other.position FROM collection_comparison other
+                WHERE other.ballot_id = ballot.id AND other.status = 'leased'
+                  AND other.lease_expires_at < %(now)s
+                ORDER BY other.position LIMIT 1) IS NOT NULL)
+           AND (SELECT other.position FROM collection_comparison other
+                WHERE other.ballot_id = ballot.id AND other.status = 'open'
+                  AND NOT EXISTS (SELECT 1 FROM collection_vote v WHERE v.annotator_id = %(annotator)s
+                                  AND v.pair_low = other.pair_low AND v.pair_high = other.pair_high)
+                ORDER BY other.position LIMIT 1) IS NULL
+           AND (SELECT other.position FROM collection_comparison other
+                WHERE other.ballot_id = ballot.id AND other.status = 'leased'
+                  AND other.lease_expires_at < %(now)s
+                  AND NOT EXISTS (SELECT 1 FROM collection_vote v WHERE v.annotator_id = %(annotator)s
+                                  AND v.pair_low = other.pair_low AND v.pair_high = other.pair_high)
+                ORDER BY other.position LIMIT 1) IS NULL
        ) END,
        (SELECT excluded FROM me),
        (SELECT go FROM me),
@@ -456,7 +470,7 @@ def _lease_result(row: tuple, annotator: Annotator) -> NextResult:
         right_item,
         right_a,
         right_b,
-        any_available,
+        only_judged_left,
         excluded,
     ) = row
     if excluded:
@@ -482,10 +496,10 @@ def _lease_result(row: tuple, annotator: Annotator) -> NextResult:
         reason = NextReason.QUOTA
     elif votes_recorded >= comparison_count:
         reason = NextReason.BALLOT_CLOSING
-    elif not any_available:
-        reason = NextReason.ALL_LEASED
-    else:
+    elif only_judged_left:
         reason = NextReason.NONE_FOR_YOU
+    else:
+        reason = NextReason.ALL_LEASED
     result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=comparison_count)
     result.progress = progress
     return result

@@ -267,3 +267,39 @@ def test_votes_from_many_connections_count_in_several_parts_that_sum_to_the_vote
     assert sum(parts.values()) == Vote.objects.filter(ballot=ballot).count() == ballot.comparison_count
     ballot.refresh_from_db()
     assert ballot.status == Ballot.Status.CLOSED  # closed once, by whichever vote saw it complete
+
+
+def other_connection():
+    """A second session on the test database, as another web process's would be."""
+    import psycopg
+
+    settings = connection.settings_dict
+    return psycopg.connect(
+        dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"], port=settings["PORT"] or 5432
+    )
+
+
+def test_a_comparison_being_leased_by_another_is_all_leased_not_none_for_you():
+    """The last open comparison locked by another annotator's lease, not yet committed: the lease passes
+    over it (SKIP LOCKED) and finds nothing. The answer must be "all leased" (ask again in a few
+    seconds), not "none for you" (every pair left judged by you), which was told by mistake while it
+    read the comparison as still open. An annotator who did judge that pair is told "none for you"."""
+    study = make_study(tokens=3, ballot_count=1, appearances=6)  # 3 items, each pair 3 times: 9
+    ballot = Ballot.objects.get(study=study, number=1)
+    crowd = annotators(study, 3)
+    vote_until(study, voters=crowd, max_votes=ballot.comparison_count - 1)
+    (last,) = ballot.comparisons.filter(status="open")
+    judged_it = next(
+        annotator
+        for annotator in crowd
+        if Vote.objects.filter(annotator=annotator, pair_low=last.pair_low, pair_high=last.pair_high).exists()
+    )
+    (bob,) = annotators(study, 1, prefix="bob")
+    with other_connection() as other:
+        other.execute("SELECT id FROM collection_comparison WHERE id = %s FOR UPDATE", [last.pk])
+        told = voting.comparison_next_for(annotator=bob)
+        assert (told.assignment, told.reason) == (None, voting.NextReason.ALL_LEASED)
+        assert told.retry_after_seconds is not None
+        other.rollback()
+    assert voting.comparison_next_for(annotator=judged_it).reason == voting.NextReason.NONE_FOR_YOU
+    assert voting.comparison_next_for(annotator=bob).assignment.comparison_id == last.pk

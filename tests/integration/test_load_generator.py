@@ -63,7 +63,7 @@ def test_wrk_judges_through_the_api_and_counts_the_votes_stored(wrk, live_server
     # before asking again: within the 3 s run, at most once after a vote's answer without a comparison.
     waited = report["outcomes"]["vote without next"] + report["outcomes"]["next 204"]
     waits = report["waits"]
-    assert waits["ballot_closing"] + waits["all_leased"] == waited
+    assert waits["ballot_closing"] + waits["all_leased"] == waited, (waits, report["outcomes"])
     assert waits["finished"] == waits["none_for_you"] == waits["other"] == 0
     assert report["outcomes"]["next 204"] <= report["outcomes"]["vote without next"]
     if waited:
