@@ -22,15 +22,15 @@ open, and the lease must not come to depend on it.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks._lease import demo_study, django_on_empty_postgres, lease_seconds  # noqa: E402
 
 FILLS = (0.0, 0.5, 0.9, 0.99, 1.0)
 LEASED_AT_THE_END = 50
@@ -45,52 +45,24 @@ def main() -> None:
         help="keep the statistics of the ballot's opening: no VACUUM ANALYZE as it fills",
     )
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("DATABASE_URL must name an empty PostgreSQL database")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["DEBUG"] = "false"  # no query log
-    os.environ.setdefault("SECRET_KEY", "benchmark-" + "x" * 50)
+    django_on_empty_postgres()
 
-    import django
-
-    django.setup()
-
-    from django.core.management import call_command
-    from django.db import connection, transaction
+    from django.db import connection
     from django.utils import timezone
 
     from benchmarks._timing import machine
-    from collection.models import Annotator, Ballot, Comparison, Study
-    from collection.voting import LEASE_ALONE, LEASE_STATEMENT
+    from collection.models import Annotator, Comparison
 
-    call_command("migrate", verbosity=0)
-    call_command("load_demo", slug="lease-bench", stdout=open(os.devnull, "w"))  # noqa: SIM115
-    study = Study.objects.get(slug="lease-bench")
-    ballot = Ballot.objects.get(study=study, status=Ballot.Status.OPEN)
+    study, ballot = demo_study("lease-bench")
     annotators = [
         Annotator.objects.create(study=study, participant_id=f"lease-{n}", consented_at=timezone.now())
         for n in range(10)
     ]
 
-    def lease_seconds(annotator, *, given: bool = True) -> float:
-        now = timezone.now()
-        parameters = {
-            "study": study.pk,
-            "annotator": annotator.pk,
-            "now": now,
-            "expires": now + timedelta(seconds=study.lease_seconds),
-            "cap": None,
-            "commit_async": False,
-            **LEASE_ALONE,
-        }
-        with transaction.atomic(), connection.cursor() as cursor:
-            started = time.perf_counter()
-            LEASE_STATEMENT.execute(cursor, parameters)
-            row = cursor.fetchone()
-            elapsed = time.perf_counter() - started
-            assert (row[6] is not None) == given, "a comparison was given" if row[6] else "none was given"
-            transaction.set_rollback(True)
-        return elapsed
+    def timed(annotator, *, given: bool = True) -> float:
+        seconds, row = lease_seconds(study, annotator)
+        assert (row[6] is not None) == given, "a comparison was given" if row[6] else "none was given"
+        return seconds
 
     print(f"machine: {machine()}")
     print(f"ballot of {ballot.comparison_count} comparisons; median of {args.runs} leases at each fill")
@@ -112,9 +84,9 @@ def main() -> None:
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE collection_comparison")
         for annotator in annotators:  # warm: prepared on this connection, pages in the cache
-            lease_seconds(annotator, given=not end)
+            timed(annotator, given=not end)
         median = statistics.median(
-            lease_seconds(annotators[n % len(annotators)], given=not end) for n in range(args.runs)
+            timed(annotators[n % len(annotators)], given=not end) for n in range(args.runs)
         )
         baseline = baseline or median
         label = f"end ({LEASED_AT_THE_END} leased)" if end else f"{fill:.0%} voted"

@@ -16,15 +16,14 @@ would make an annotator's thousandth judgement slower than their first; the goal
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import time
-from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks._lease import demo_study, django_on_empty_postgres, lease_seconds  # noqa: E402
 
 VOTES = (0, 100, 300, 1000)
 CROWD, CROWD_VOTES = 8, 800  # the others voting at the same time
@@ -59,29 +58,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300, help="leases timed per annotator")
     parser.add_argument("--vacuumed", action="store_true", help="VACUUM before timing, not only ANALYZE")
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("DATABASE_URL must name an empty PostgreSQL database")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["DEBUG"] = "false"  # no query log
-    os.environ.setdefault("SECRET_KEY", "benchmark-" + "x" * 50)
+    django_on_empty_postgres()
 
-    import django
-
-    django.setup()
-
-    from django.core.management import call_command
-    from django.db import connection, transaction
+    from django.db import connection
     from django.utils import timezone
 
     from benchmarks._timing import machine
     from collection import models
-    from collection.models import Annotator, Ballot, BallotCounter, Study
-    from collection.voting import LEASE_ALONE, LEASE_STATEMENT
+    from collection.models import Annotator, BallotCounter
 
-    call_command("migrate", verbosity=0)
-    call_command("load_demo", slug="votes-bench", stdout=open(os.devnull, "w"))  # noqa: SIM115
-    study = Study.objects.get(slug="votes-bench")
-    ballot = Ballot.objects.get(study=study, status=Ballot.Status.OPEN)
+    study, ballot = demo_study("votes-bench")
     now = timezone.now()
     # The votes are cast in rounds, one per annotator still short of their number, alongside a crowd
     # of others': as in a ballot, each annotator's votes lie on pages among everyone else's.
@@ -115,26 +101,11 @@ def main() -> None:
 
     votes_of = {annotator.pk: votes for votes, annotator in voters}
 
-    def lease_seconds(annotator) -> float:
-        moment = timezone.now()
-        parameters = {
-            "study": study.pk,
-            "annotator": annotator.pk,
-            "now": moment,
-            "expires": moment + timedelta(seconds=study.lease_seconds),
-            "cap": None,
-            "commit_async": False,
-            **LEASE_ALONE,
-        }
-        with transaction.atomic(), connection.cursor() as cursor:
-            started = time.perf_counter()
-            LEASE_STATEMENT.execute(cursor, parameters)
-            row = cursor.fetchone()
-            elapsed = time.perf_counter() - started
-            assert row[6] is not None, "no comparison was given"
-            assert row[4] == votes_of[annotator.pk], f"the lease read {row[4]} votes"
-            transaction.set_rollback(True)
-        return elapsed
+    def timed(annotator) -> float:
+        seconds, row = lease_seconds(study, annotator)
+        assert row[6] is not None, "no comparison was given"
+        assert row[4] == votes_of[annotator.pk], f"the lease read {row[4]} votes"
+        return seconds
 
     print(f"machine: {machine()}")
     print(f"ballot of {ballot.comparison_count} comparisons; median of {args.runs} leases per annotator")
@@ -145,8 +116,8 @@ def main() -> None:
     baseline = None
     for cast, annotator in voters:
         for _ in range(20):  # warm: prepared on this connection, pages in the cache
-            lease_seconds(annotator)
-        median = statistics.median(lease_seconds(annotator) for _ in range(args.runs))
+            timed(annotator)
+        median = statistics.median(timed(annotator) for _ in range(args.runs))
         baseline = baseline or median
         print(
             f"{cast:>5} votes cast: {median * 1000:.3f} ms  ({median / baseline:.2f}x the annotator with none)"

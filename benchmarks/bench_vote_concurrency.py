@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._lease import django_on_empty_postgres  # noqa: E402
+
 _COUNTER_CTE = """counter AS (  -- this connection's part of the ballot's count (BallotCounter)
     INSERT INTO collection_ballotcounter AS mine (ballot_id, part, votes)
     SELECT vote.ballot_id, mod(pg_backend_pid(), %(parts)s), 1 FROM vote
@@ -45,16 +47,7 @@ def main() -> None:
     parser.add_argument("--judgements", type=int, default=2000, help="judgements per thread count, in all")
     parser.add_argument("--without-counter", action="store_true", help="the experiment: no ballot counter")
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("DATABASE_URL must name an empty PostgreSQL database")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["DEBUG"] = "false"  # no query log
-    os.environ.setdefault("SECRET_KEY", "benchmark-" + "x" * 50)
-    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
-
-    import django
-
-    django.setup()
+    django_on_empty_postgres(eager_tasks=True)
 
     from django.core.management import call_command
     from django.db import connection, connections
