@@ -200,7 +200,15 @@ def _run_until(command: list[str], until) -> subprocess.CompletedProcess:
     # Its output goes to files, not pipes: nothing reads a pipe while ``until`` is polled, and wrk
     # blocks once a pipe is full (judgements.lua writes every unexpected answer to stderr).
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        with subprocess.Popen(command, stdout=out, stderr=err, text=True) as process:
+        # SIGINT as the default in the generator, whatever this process inherited: a shell ignores it
+        # in the commands it runs in the background, and the generator would not stop.
+        with subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=err,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+        ) as process:
             try:
                 while process.poll() is None:
                     if until():
