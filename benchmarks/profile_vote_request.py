@@ -9,7 +9,9 @@ end to end; this script says why, without a network or a load generator in the w
 client sends, in one process, ``--judgements`` votes of annotators who joined through the study link
 (each vote carries the next comparison, as ``vote.js`` uses it), and as many ``/healthz/`` requests.
 It prints the CPU seconds per request of each (``time.process_time``, so other jobs on the machine
-do not count), their ratio, and, with ``--profile N``, the N functions with the most cumulative time
+do not count), in ``--rounds`` alternated rounds of votes and ``/healthz/`` requests, whose medians it
+reports (another job on the machine still slows this one's CPU: shared caches, the host's scheduling;
+a round it hits moves that round, not the median), their ratio, and, with ``--profile N``, the N functions with the most cumulative time
 under cProfile for the votes.
 
 The settings are production's where they matter to CPU: ``DEBUG`` off (no query log), the
@@ -25,6 +27,7 @@ import cProfile
 import io
 import os
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -36,17 +39,10 @@ sys.path.insert(0, str(ROOT))
 ANNOTATORS = 20
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--judgements", type=int, default=400)
-    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (CPU)")
-    parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative or tottime")
-    parser.add_argument("--dump", default=None, help="also write the profile's stats to this file")
-    parser.add_argument(
-        "--limits-off", action="store_true", help="turn the rate limits off, to see what they cost"
-    )
-    args = parser.parse_args()
-
+def prepare(limits_off: bool = False):
+    """Sets Django up as production runs it, builds the demo-sized study with ``ANNOTATORS`` joined
+    annotators, warms the process, and returns ``(votes, healthz, connection)``: ``votes(n)`` sends n
+    judgements (each vote's answer carrying the next comparison), ``healthz(n)`` n ``/healthz/``."""
     run_dir = tempfile.mkdtemp(prefix="bench-request-")
     os.environ.setdefault("YARDSTICK_DATA_DIR", run_dir)
     os.environ["STATIC_ROOT"] = str(Path(run_dir) / "static")  # production's manifest, built below
@@ -56,7 +52,7 @@ def main() -> None:
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
     for scope in ("NEXT_PARTICIPANT", "NEXT_ADDRESS", "VOTE_PARTICIPANT", "VOTE_ADDRESS", "JOIN_ADDRESS"):
-        os.environ[f"THROTTLE_{scope}"] = "off" if args.limits_off else "1000000/min"
+        os.environ[f"THROTTLE_{scope}"] = "off" if limits_off else "1000000/min"
 
     import django
 
@@ -66,7 +62,6 @@ def main() -> None:
     from django.db import connection
     from django.test import Client
 
-    from benchmarks._timing import machine
     from collection.models import Study
 
     call_command("collectstatic", interactive=False, verbosity=0)
@@ -105,6 +100,24 @@ def main() -> None:
     votes(ANNOTATORS * 2)  # warm: imports, connections, caches
     healthz(50)
 
+    return votes, healthz, connection
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judgements", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=5, help="alternated rounds of votes and /healthz/")
+    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (CPU)")
+    parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative or tottime")
+    parser.add_argument("--dump", default=None, help="also write the profile's stats to this file")
+    parser.add_argument(
+        "--limits-off", action="store_true", help="turn the rate limits off, to see what they cost"
+    )
+    args = parser.parse_args()
+
+    votes, healthz, connection = prepare(args.limits_off)
+    from benchmarks._timing import machine
+
     backend = database_backend_pid(connection)
 
     def cpu(call, count: int) -> tuple[float, float | None]:
@@ -114,15 +127,29 @@ def main() -> None:
         database = None if database is None else (database - database_started) / count
         return (time.process_time() - started) / count, database
 
-    vote_cpu, vote_database = cpu(votes, args.judgements)
-    health_cpu, _ = cpu(healthz, args.judgements)
+    # Alternated rounds: each round's judgements, then as many /healthz/ requests; the figures are the
+    # medians over rounds, so that a burst of another job on the machine moves one round, not the result.
+    per_round = max(1, args.judgements // args.rounds)
+    rounds = []
+    for _ in range(args.rounds):
+        vote_cpu, vote_database = cpu(votes, per_round)
+        health_cpu, _ = cpu(healthz, per_round)
+        rounds.append((vote_cpu, vote_database, health_cpu, vote_cpu / health_cpu))
+    vote_cpu, health_cpu, ratio = (statistics.median(r[i] for r in rounds) for i in (0, 2, 3))
+    databases = [r[1] for r in rounds if r[1] is not None]
     print(f"machine: {machine()}")
-    print(f"database: {connection.vendor}; {args.judgements} judgements by {ANNOTATORS} annotators")
-    print(f"CPU per judgement (vote with the next comparison): {vote_cpu * 1000:.2f} ms")
-    if vote_database is not None:
-        print(f"CPU of the database's server process per judgement: {vote_database * 1000:.2f} ms")
-    print(f"CPU per /healthz/: {health_cpu * 1000:.2f} ms")
-    print(f"a judgement costs {vote_cpu / health_cpu:.2f} /healthz/ requests of CPU in process")
+    print(
+        f"database: {connection.vendor}; {per_round * args.rounds} judgements by {ANNOTATORS} annotators, "
+        f"in {args.rounds} rounds alternated with as many /healthz/ requests (medians of the rounds)"
+    )
+    print(f"CPU per judgement (vote with the next comparison): {vote_cpu * 1000:.3f} ms")
+    if databases:
+        print(
+            f"CPU of the database's server process per judgement: {statistics.median(databases) * 1000:.3f} ms"
+        )
+    print(f"CPU per /healthz/: {health_cpu * 1000:.3f} ms")
+    low, high = min(r[3] for r in rounds), max(r[3] for r in rounds)
+    print(f"a judgement costs {ratio:.2f} /healthz/ requests of CPU in process ({low:.2f} to {high:.2f})")
 
     if args.profile:
         profiler = cProfile.Profile(time.process_time)  # CPU, not waiting on the database

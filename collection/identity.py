@@ -11,6 +11,8 @@ when a request learned a new annotator (the consent form, a participant link).
 from __future__ import annotations
 
 import hashlib
+import time
+from functools import lru_cache
 
 from django.conf import settings
 from django.core import signing
@@ -19,6 +21,7 @@ from django.db import connection
 from collection.models import Annotator, Study
 from collection.study_cache import study_at_version
 from collection.voting import annotator_for
+from common.instances import loaded
 from common.prepared import PreparedStatement
 
 SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id}, in sessions made before the cookie
@@ -27,6 +30,38 @@ ANNOTATOR_COOKIE_MAX_AGE = 60 * 60 * 24 * 30  # a study runs for days or weeks; 
 _SALT = "collection.identity.annotators"
 _REMEMBERED = "_yardstick_annotators"  # request attribute: the cookie's mapping, read once per request
 _CHANGED = "_yardstick_annotators_changed"  # request attribute: the cookie must be written
+# Cookies whose signature this process checked: a browser sends its cookie unchanged on every request.
+_VERIFIED_COOKIES = 4096
+
+
+@lru_cache(maxsize=_VERIFIED_COOKIES)
+def _verified_cookie(value: str, key: str, fallback_keys: tuple[str, ...]) -> tuple[int, tuple] | None:
+    """The signing time and the (study, annotator) pairs of an annotator cookie whose signature holds
+    under ``key`` (or one of ``fallback_keys``), else None; its age is for the caller to check.
+
+    The check (HMAC, base64, zlib, JSON) depends only on the value and the keys, so each distinct value
+    is checked once per process; the age, which depends on the clock, is checked on every use
+    (``_remembered``). At most ``_VERIFIED_COOKIES`` values are kept, the least recently used first out
+    (a cookie is under 4 KB: at most 16 MB per process; forged values only push real ones out).
+    """
+    try:
+        mapping = signing.loads(value, key=key, salt=_SALT, fallback_keys=list(fallback_keys))
+    except signing.BadSignature:  # forged or tampered
+        return None
+    if not isinstance(mapping, dict):
+        return None
+    # A verified value reads "<payload>:<signing time, base 62>:<signature>" (django.core.signing).
+    signed_at = signing.b62_decode(value.rsplit(":", 2)[1])
+    return signed_at, tuple((str(k), v) for k, v in mapping.items() if isinstance(v, int))
+
+
+def _cookie_annotators(value: str) -> dict[str, int]:
+    """The {study id: annotator id} of an annotator cookie: empty when forged, tampered or older than
+    ``ANNOTATOR_COOKIE_MAX_AGE``."""
+    verified = _verified_cookie(value, settings.SECRET_KEY, tuple(settings.SECRET_KEY_FALLBACKS))
+    if verified is None or time.time() - verified[0] > ANNOTATOR_COOKIE_MAX_AGE:
+        return {}
+    return dict(verified[1])
 
 
 def _remembered(request) -> dict[str, int]:
@@ -38,12 +73,7 @@ def _remembered(request) -> dict[str, int]:
     remembered = {}
     value = request.COOKIES.get(ANNOTATOR_COOKIE)
     if value:
-        try:
-            loaded = signing.loads(value, salt=_SALT, max_age=ANNOTATOR_COOKIE_MAX_AGE)
-        except signing.BadSignature:  # forged, tampered or expired (SignatureExpired is a BadSignature)
-            loaded = None
-        if isinstance(loaded, dict):
-            remembered = {str(k): v for k, v in loaded.items() if isinstance(v, int)}
+        remembered = _cookie_annotators(value)
     setattr(request, _CHANGED, False)
     if not remembered and settings.SESSION_COOKIE_NAME in request.COOKIES:
         remembered = dict(request.session.get(SESSION_ANNOTATORS, {}))
@@ -62,7 +92,12 @@ def annotator_key(request) -> str | None:
     remembered = _remembered(request)
     if not remembered:
         return None
-    canonical = ",".join(f"{k}:{v}" for k, v in sorted(remembered.items()))
+    return _key_of(tuple(sorted(remembered.items())))
+
+
+@lru_cache(maxsize=_VERIFIED_COOKIES)
+def _key_of(pairs: tuple[tuple[str, int], ...]) -> str:
+    canonical = ",".join(f"{k}:{v}" for k, v in pairs)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
@@ -155,8 +190,8 @@ def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
     if study is None:
         return None
     if _remembered(request).get(str(study_id)) == owner_id:
-        annotator = Annotator.from_db(
-            connection.alias, ["id", "study_id", "excluded_at"], [owner_id, study_id, excluded_at]
+        annotator = loaded(
+            Annotator, connection.alias, {"id": owner_id, "study_id": study_id, "excluded_at": excluded_at}
         )
         annotator.study = study
         return annotator

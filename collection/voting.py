@@ -36,6 +36,7 @@ from collection.models import (
 from collection.selectors import AnnotatorProgress
 from collection.study_cache import latest_study, study_at_version
 from common.errors import ServiceError
+from common.instances import loaded
 from common.prepared import PreparedStatement, execute_together
 
 # --- annotators ----------------------------------------------------------------------------------
@@ -168,10 +169,13 @@ def _progress(
     )
 
 
-def _assignment(**values) -> Assignment:
-    """An Assignment for a row read by raw SQL, without another query."""
-    assignment = Assignment(**values)
-    assignment._state.adding, assignment._state.db = False, connection.alias
+def _assignment(*, annotator: Annotator, **values) -> Assignment:
+    """An Assignment of ``annotator`` for a row read by raw SQL ({attname: value}; a quality check's
+    only when ``quality_check_id`` is given), without another query."""
+    assignment = loaded(
+        Assignment, connection.alias, {"quality_check_id": None, **values, "annotator_id": annotator.pk}
+    )
+    assignment.annotator = annotator
     return assignment
 
 
@@ -981,7 +985,6 @@ VOTE_STATEMENT = PreparedStatement(
 )
 
 _VOTE_ATTNAMES = [field.attname for field in Vote._meta.concrete_fields]
-_OWNER_ATTNAMES = ["id", "study_id", "excluded_at"]
 
 
 def _vote_record_by_owner(
@@ -1064,15 +1067,22 @@ def _recorded_from_vote_row(
     client_response_ms: int | None,
     now: datetime,
     annotator: Annotator | None,
+    study: Study | None = None,
 ) -> _Recorded | None:
     """The vote as the row of ``VOTE_STATEMENT`` says it went: recorded, a retry, a check's answer, or
-    the ServiceError of a refusal; None when none of the statement's owners holds the assignment."""
+    the ServiceError of a refusal; None when none of the statement's owners holds the assignment.
+
+    ``study``, when the caller has one, is the annotator's study if it is the one the row names, at the
+    version the row read; otherwise the study is looked up at that version."""
     if row is None:
         return None
     owner_id, study_id, excluded_at, version = row[:4]
     if annotator is None:
-        annotator = Annotator.from_db(connection.alias, _OWNER_ATTNAMES, [owner_id, study_id, excluded_at])
-        study = study_at_version(study_id, version)
+        annotator = loaded(
+            Annotator, connection.alias, {"id": owner_id, "study_id": study_id, "excluded_at": excluded_at}
+        )
+        if study is None or study.pk != study_id or str(study.settings_version) != str(version):
+            study = study_at_version(study_id, version)
         if study is None:  # deleted since the statement: as if the assignment were nobody's
             return None
         annotator.study = study
@@ -1101,7 +1111,7 @@ def _recorded_from_vote_row(
             status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired
         )
     values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=owner_id)
-    vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
+    vote = loaded(Vote, connection.alias, {name: values[name] for name in _VOTE_ATTNAMES})
     vote.annotator = annotator
     complete = recorded >= comparison_count
     if complete:
@@ -1254,7 +1264,7 @@ def _vote_step_by_step(
         "client_response_ms": client_response_ms,
         "created_at": now,
     }
-    vote = Vote.from_db(connection.alias, _VOTE_ATTNAMES, [values[name] for name in _VOTE_ATTNAMES])
+    vote = loaded(Vote, connection.alias, {name: values[name] for name in _VOTE_ATTNAMES})
     vote.annotator = annotator
     complete = recorded >= comparison_count
     if complete:
@@ -1439,6 +1449,7 @@ def _judgement_in_one_transaction(
         client_response_ms=client_response_ms,
         now=now,
         annotator=annotator,
+        study=study,
     )
     if recorded is None:
         return None

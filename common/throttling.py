@@ -12,8 +12,10 @@ without limits.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import math
+import os
 import secrets
 import time
 from types import SimpleNamespace
@@ -213,7 +215,7 @@ class AnnotatorThrottle(BaseThrottle):
         if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
             script = self._scripts.setdefault(id(client), client.register_script(_ANNOTATOR_LIMITS_LUA))
         now = checks[0].timer()
-        member = f"{now!r}:{secrets.token_hex(6)}"  # two requests at the same time are two entries
+        member = f"{now!r}:{_member()}"  # two requests at the same time are two entries
         arguments = [repr(now)]
         for part in checks:
             part.now = now
@@ -232,6 +234,17 @@ class AnnotatorThrottle(BaseThrottle):
 
 
 ANNOTATOR_THROTTLES = [AnnotatorThrottle]
+
+# What makes a history's entries distinct: the host (a token drawn at import), the process and its count
+# of requests. Not a draw per request: that reads the system's random source, a system call that lets
+# the process's other threads take the interpreter on every vote. (With gunicorn's preload the workers
+# of a host share the token and differ by their process ids.)
+_HOST = secrets.token_hex(6)
+_requests = itertools.count()
+
+
+def _member() -> str:
+    return f"{_HOST}:{os.getpid()}:{next(_requests)}"
 
 
 def page_wait_seconds(request, scope: str, throttles=(AnnotatorThrottle,)) -> int | None:

@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 from django.core import signing
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -244,3 +244,35 @@ def test_get_next_with_the_cookie_still_says_what_is_missing():
     assert refused.status_code == 403
     assert "you have not agreed to take part yet" in refused.json()["detail"]
     assert not Annotator.objects.filter(participant_id="p-2", assignments__isnull=False).exists()
+
+
+def test_a_cookies_signature_is_checked_once_per_process_and_its_age_on_every_request(monkeypatch):
+    from collection import identity
+
+    study = make_study()
+    client = Client()
+    join(client, study, "p-1")
+    checked = []
+    real_loads = signing.loads
+    monkeypatch.setattr(
+        identity.signing, "loads", lambda *a, **k: checked.append(a[0]) or real_loads(*a, **k)
+    )
+    identity._verified_cookie.cache_clear()
+    for _ in range(3):
+        assert next_of(client, study).status_code == 200
+    assert len(checked) == 1  # the next two requests sent the same cookie
+    real_time = signing.time.time
+    monkeypatch.setattr(signing.time, "time", lambda: real_time() + ANNOTATOR_COOKIE_MAX_AGE + 60)
+    assert next_of(client, study).status_code == 403  # the kept cookie has expired since
+    assert len(checked) == 1
+
+
+def test_a_cookie_checked_under_one_secret_key_is_refused_under_another():
+    study = make_study()
+    client = Client()
+    join(client, study, "p-1")
+    assert next_of(client, study).status_code == 200  # checked, and kept
+    with override_settings(SECRET_KEY="another-" + "k" * 50):
+        assert next_of(client, study).status_code == 403
+    with override_settings(SECRET_KEY="another-" + "k" * 50, SECRET_KEY_FALLBACKS=[settings.SECRET_KEY]):
+        assert next_of(client, study).status_code == 200  # a rotated key is still accepted

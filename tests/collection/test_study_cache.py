@@ -105,3 +105,41 @@ def test_another_annotators_assignment_is_404_like_an_unknown_one():
     assert (stolen.status_code, unknown.status_code) == (404, 404)
     assert stolen.json()["detail"] == f"assignment {their_assignment} is not one of yours"
     assert not Vote.objects.exists()
+
+
+def test_a_kept_copy_is_the_row_as_the_orm_loads_it():
+    study = make_study(start=False, tokens=3)
+    study_cache.study_at_version(study.pk, study.settings_version)  # read: now kept
+    kept = study_cache.study_at_version(study.pk, study.settings_version)
+    latest = study_cache.latest_study(study.pk)
+    loaded = Study.objects.get(pk=study.pk)
+    for copy in (kept, latest):
+        assert {f.attname: getattr(copy, f.attname) for f in Study._meta.concrete_fields} == {
+            f.attname: getattr(loaded, f.attname) for f in Study._meta.concrete_fields
+        }
+        assert (copy._state.adding, copy._state.db) == (False, loaded._state.db)
+        assert copy._state.fields_cache == {}
+    assert kept._state is not latest._state
+    kept.duplicated_from = loaded  # a related object cached on one copy is not on the next
+    assert study_cache.latest_study(study.pk)._state.fields_cache == {}
+    kept.duplicated_from = None
+    kept.save(update_fields=["question"])  # an instance of the ORM's: saves as one loaded would
+    assert Study.objects.get(pk=study.pk).settings_version != study.settings_version
+
+
+def test_a_kept_copy_runs_studys_init_when_something_listens_to_it():
+    from django.db.models.signals import post_init
+
+    study = make_study(start=False, tokens=3)
+    study_cache.study_at_version(study.pk, study.settings_version)
+    seen = []
+
+    def listener(sender, instance, **kwargs):
+        seen.append(instance)
+
+    post_init.connect(listener, sender=Study)
+    try:
+        copy = study_cache.study_at_version(study.pk, study.settings_version)
+    finally:
+        post_init.disconnect(listener, sender=Study)
+    assert seen == [copy]
