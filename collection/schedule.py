@@ -160,11 +160,16 @@ def _sparse_simple_graph(degrees: np.ndarray, rng: np.random.Generator) -> np.nd
 
 
 def _bad_edges(edges: np.ndarray, n: int) -> np.ndarray:
-    """Indices of self-pairs and of all but one occurrence of every repeated pair."""
+    """Indices of self-pairs and of every occurrence of a repeated pair but its first.
+
+    The sort is stable, so "first" is the lowest index whatever sort numpy runs: its default sort
+    orders equal keys as its SIMD code for the machine's CPU does (AVX2, AVX-512 or none), and with it
+    the same seed drew different schedules on different machines.
+    """
     low = np.minimum(edges[:, 0], edges[:, 1])
     high = np.maximum(edges[:, 0], edges[:, 1])
     keys = low * n + high
-    order = np.argsort(keys)
+    order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     bad = np.zeros(keys.size, dtype=bool)
     bad[order[1:][sorted_keys[1:] == sorted_keys[:-1]]] = True

@@ -1,11 +1,17 @@
 """Ballot schedules: each item exactly M times, no self-pairs, no repeats when the pool allows."""
 
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collection.schedule import ballot_schedule, schedule_for_appearances, uniform_schedule
+from collection.schedule import _bad_edges, ballot_schedule, schedule_for_appearances, uniform_schedule
 
 
 def pair_counts(pairs, n):
@@ -101,3 +107,46 @@ def test_a_pairing_whose_every_pair_is_bad_is_drawn_again_not_given_up(seed):
     assert np.bincount(edges.ravel(), minlength=6).tolist() == [2] * 6
     assert (edges[:, 0] != edges[:, 1]).all()
     assert len({tuple(sorted(edge)) for edge in edges.tolist()}) == 6
+
+
+def test_of_a_repeated_pair_every_occurrence_but_the_first_is_the_one_redrawn():
+    # 300 edges over 12 items, drawn with many repeats and both orientations of each pair: among equal
+    # keys a sort that is not stable may put any occurrence first (numpy's SIMD sorts do, by CPU).
+    rng = np.random.default_rng(3)
+    edges = rng.integers(0, 12, size=(300, 2))
+    low, high = edges.min(axis=1), edges.max(axis=1)
+    expected, seen = [], set()
+    for index, (a, b) in enumerate(zip(low.tolist(), high.tolist(), strict=True)):
+        if a == b or (a, b) in seen:
+            expected.append(index)
+        seen.add((a, b))
+    np.testing.assert_array_equal(_bad_edges(edges, 12), expected)
+
+
+# The schedule drawn in a process whose numpy runs none of the CPU-specific code it found on this
+# machine (NPY_DISABLE_CPU_FEATURES: its sorts and ufuncs as on a CPU without AVX2 or AVX-512).
+_PORTABLE_SCHEDULE = """
+import hashlib, numpy as np
+from collection.schedule import ballot_schedule
+for n, m, seed in ((45, 20, 21), (990, 20, 7), (60, 59, 3)):
+    print(hashlib.sha256(ballot_schedule(n, m, np.random.default_rng(seed)).tobytes()).hexdigest())
+"""
+
+
+def test_a_seed_draws_the_same_schedule_on_every_cpu():
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    found = [feature for feature in __cpu_dispatch__ if __cpu_features__.get(feature)]
+    here = [
+        hashlib.sha256(ballot_schedule(n, m, np.random.default_rng(seed)).tobytes()).hexdigest()
+        for n, m, seed in ((45, 20, 21), (990, 20, 7), (60, 59, 3))
+    ]
+    portable = subprocess.run(
+        [sys.executable, "-c", _PORTABLE_SCHEDULE],
+        env={**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(found)},
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert portable.stdout.split() == here, f"numpy's CPU features found here: {found}"
