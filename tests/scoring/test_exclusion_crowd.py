@@ -127,6 +127,30 @@ def test_excluding_the_bad_annotators_moves_the_scores_toward_the_truth(seed):
     assert rho_without > 0.7
 
 
+def closeness_with_and_without_the_bad(seed: int) -> tuple[float, float, float, float]:
+    """ρ and τ against the truth of the scores with every vote and without the bad annotators' (those the
+    rule excluded, and the rest by hand), for the crowd of ``seed``."""
+    study, voters, kinds, truth = run_crowd(seed)
+    bad = {voter.pk for voter, kind in zip(voters, kinds, strict=True) if kind != "honest"}
+    caught = {exclusion.annotator_id for exclusion in exclusion_rules_apply(study=study)}
+    for missed in sorted(bad - caught):
+        annotator_exclude(
+            annotator=Annotator.objects.get(pk=missed), reason="random clicks seen in the votes"
+        )
+    report = scores_without_excluded(study=study)
+    return (*closeness(report.score_with, truth), *closeness(report.score_without, truth))
+
+
+def test_over_ten_crowds_excluding_the_bad_annotators_gains_on_average():
+    # The size of the gain varies with the crowd (seeds 11 to 20: ρ +0.02 to +0.21, τ +0.03 to +0.21);
+    # its average over ten crowds is the claim, with room: it was +0.12 for ρ and +0.13 for τ.
+    figures = np.array([closeness_with_and_without_the_bad(seed) for seed in range(11, 21)])
+    rho_with, tau_with, rho_without, tau_without = figures.T
+    assert (rho_without > rho_with).all() and (tau_without > tau_with).all()
+    assert (rho_without - rho_with).mean() > 0.05
+    assert (tau_without - tau_with).mean() > 0.05
+
+
 def test_the_rule_excludes_the_flagged_annotators_when_ballot_1_closes_and_their_votes_stop():
     study, voters, kinds, truth = run_crowd(21, exclude_flagged_annotators=True)
     one_sided_or_fast = {
