@@ -811,8 +811,11 @@ class Comparison(models.Model):
     # No index of its own: comparison_position_unique (ballot, position) serves lookups by ballot.
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="comparisons", db_index=False)
     position = models.PositiveIntegerField()
-    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
-    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    # No indexes of their own (nor on the vote's): nothing looks comparisons or votes up by item, and
+    # each index is written by every lease and vote (BENCHMARKS.md, issue 9). Deleting an item, which
+    # happens with its study, reads the table once.
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
     pair_low = models.PositiveIntegerField(help_text="The lower item index of the pair.")
     pair_high = models.PositiveIntegerField(help_text="The higher item index of the pair.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
@@ -907,8 +910,9 @@ class Assignment(models.Model):
         Comparison, null=True, blank=True, on_delete=models.CASCADE, related_name="assignments"
     )
     # Not "check": that name is the model's system-check method.
+    # Its index holds only the checks' assignments (below): a comparison's would add a NULL entry.
     quality_check = models.ForeignKey(
-        "Check", null=True, blank=True, on_delete=models.CASCADE, related_name="assignments"
+        "Check", null=True, blank=True, on_delete=models.CASCADE, related_name="assignments", db_index=False
     )
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
@@ -918,6 +922,13 @@ class Assignment(models.Model):
 
     class Meta:
         ordering = ["-issued_at"]
+        indexes = [
+            models.Index(
+                fields=["quality_check"],
+                condition=Q(quality_check__isnull=False),
+                name="assignment_of_a_check",
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=(Q(comparison__isnull=False) & Q(quality_check__isnull=True))
@@ -961,8 +972,8 @@ class Vote(models.Model):
     # No index of its own: vote_annotator_ballot and vote_once_per_pair_per_annotator lead with it.
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="votes", db_index=False)
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="votes")
-    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
-    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
     pair_low = models.PositiveIntegerField()
     pair_high = models.PositiveIntegerField()
     choice = models.CharField(max_length=5, choices=Choice.choices)

@@ -189,3 +189,28 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
     assert "using comparison_open on collection_comparison" in plan
     assert "using comparison_leased on collection_comparison" in plan
     assert "comparison_position_unique" not in plan
+
+
+def test_on_postgresql_the_rows_of_a_judgement_carry_no_index_by_item(postgres_required):
+    # A lease and a vote write an entry in every index of the comparison (twice: its status is in the
+    # partial indexes' predicates, so no update of it is HOT), the assignment and the vote. Nothing
+    # looks those rows up by item, so the items' foreign keys there have none; the check's index holds
+    # only the checks' assignments, not a NULL per comparison's.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename IN"
+            " ('collection_comparison', 'collection_assignment', 'collection_vote')"
+        )
+        indexes = cursor.fetchall()
+    by_item = [
+        name
+        for _, name, definition in indexes
+        if "left_item_id" in definition or "right_item_id" in definition
+    ]
+    assert by_item == []
+    checks = [definition for _, _, definition in indexes if "(quality_check_id)" in definition]
+    assert len(checks) == 1 and checks[0].endswith("WHERE (quality_check_id IS NOT NULL)")
+    counts = {}
+    for table, _, _ in indexes:
+        counts[table] = counts.get(table, 0) + 1
+    assert counts == {"collection_comparison": 4, "collection_assignment": 7, "collection_vote": 6}
