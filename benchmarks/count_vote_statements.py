@@ -40,7 +40,7 @@ def main() -> None:
     os.environ.setdefault("SECRET_KEY", "benchmark")
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
     for scope in ("NEXT_PARTICIPANT", "NEXT_ADDRESS", "VOTE_PARTICIPANT", "VOTE_ADDRESS", "JOIN_ADDRESS"):
-        os.environ[f"THROTTLE_{scope}"] = "1000000/min"
+        os.environ[f"THROTTLE_{scope}"] = "1000000/s"
 
     import django
 

@@ -52,7 +52,7 @@ def prepare(limits_off: bool = False):
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
     for scope in ("NEXT_PARTICIPANT", "NEXT_ADDRESS", "VOTE_PARTICIPANT", "VOTE_ADDRESS", "JOIN_ADDRESS"):
-        os.environ[f"THROTTLE_{scope}"] = "off" if limits_off else "1000000/min"
+        os.environ[f"THROTTLE_{scope}"] = "off" if limits_off else "1000000/s"
 
     import django
 

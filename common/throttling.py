@@ -6,18 +6,23 @@ README, Configuration), keyed ``<scope>.participant``, ``<scope>.address`` or ``
 of None turns that limit off. A request over a limit gets 429 with ``Retry-After``. The counts live in
 the cache (Redis in the full stack): if the cache does not answer, the request is let through and the
 failure logged, since refusing every annotator while Redis restarts would be worse than a few minutes
-without limits.
+without limits. The annotator limits on Redis are the exception: each process counts them itself and
+shares its counts through Redis in batches (``_SharedWindows``), so while Redis is down each process
+still holds them for the requests it serves.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import logging
 import math
 import os
 import secrets
+import threading
 import time
+from collections import OrderedDict, deque
 from types import SimpleNamespace
 
 from django.contrib.auth.signals import user_logged_in, user_login_failed
@@ -122,27 +127,172 @@ class UserThrottle(_ScopedThrottle):
         return f"user-{user.pk}" if user is not None and user.is_authenticated else None
 
 
-# The annotator limits on Redis, in one script: for each history (a sorted set of request times), drop
-# the times at or before the window's start, then refuse if it holds the limit (answering its size and
-# oldest time, for the wait), else add this request's time. REST framework's sliding window, as its
-# SimpleRateThrottle keeps it in a pickled list.
-_ANNOTATOR_LIMITS_LUA = """
-local now = ARGV[1]
+# The annotator limits' shared part on Redis, in one script (``_SharedWindows.flush``): for each key, a
+# sorted set of request times, drop the times at or before the window's start, add this process's
+# requests since its last flush, and answer the newest ``limit`` times left: all a process needs to
+# decide as REST framework's sliding window does (the window is full when its limit-th newest time is
+# still in it). ARGV per key: the window's start, its seconds, the limit, the number of requests to add,
+# then each request's time and its distinct member.
+_SHARE_WINDOWS_LUA = """
+local at = 1
 local answers = {}
 for index, key in ipairs(KEYS) do
-    local at = 1 + (index - 1) * 4
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[at + 1])
-    local count = redis.call('ZCARD', key)
-    if count >= tonumber(ARGV[at + 2]) then
-        answers[index] = {0, count, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
-    else
-        redis.call('ZADD', key, now, ARGV[at + 4])
-        redis.call('EXPIRE', key, ARGV[at + 3])
-        answers[index] = {1, count + 1, false}
+    local start, seconds, limit, count = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+    at = at + 4
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', start)
+    for entry = 1, count do
+        redis.call('ZADD', key, ARGV[at], ARGV[at + 1])
+        at = at + 2
     end
+    if count > 0 then
+        redis.call('EXPIRE', key, seconds)
+    end
+    local listed = redis.call('ZRANGE', key, -limit, -1, 'WITHSCORES')
+    local times = {}
+    for position = 2, #listed, 2 do
+        times[#times + 1] = listed[position]
+    end
+    answers[index] = times
 end
 return answers
 """
+
+
+class _Window:
+    """One limit's key in this process: the times Redis last answered (every process's, oldest first,
+    at most the limit's newest); this process's requests in a flush's round trip, not yet answered;
+    and its requests since (time, member), not yet sent."""
+
+    __slots__ = ("known", "sending", "pending", "seconds", "limit")
+
+    def __init__(self, seconds: float, limit: int):
+        self.known: list[float] = []
+        self.sending: tuple[tuple[float, str], ...] = ()
+        self.pending: deque[tuple[float, str]] = deque()
+        self.seconds = seconds
+        self.limit = limit
+
+    def count(self, now: float) -> int:
+        """The requests in the window at ``now``; this process's older ones are dropped, oldest first
+        (in the order decided, which is the order of their times but for threads' races, by moments).
+        Those in a round trip count whole: for that long, one may have left the window uncounted."""
+        start = now - self.seconds
+        pending = self.pending
+        while pending and pending[0][0] <= start:
+            pending.popleft()
+        return len(pending) + len(self.sending) + len(self.known) - bisect.bisect_right(self.known, start)
+
+    def history(self, now: float) -> list[float]:
+        """The times in the window at ``now``, newest first: REST framework's history, for its wait."""
+        start = now - self.seconds
+        known = self.known[bisect.bisect_right(self.known, start) :]
+        return sorted([at for at, _ in (*self.sending, *self.pending)] + known, reverse=True)
+
+
+class _SharedWindows:
+    """The annotator limits of one process, shared with the others through Redis in batches.
+
+    Each request is decided here, on the key's times as Redis last answered them plus this process's
+    requests since: no round trip. At most every ``RATE_LIMIT_SHARE_SECONDS`` a request that finds the
+    last flush that old sends every key's new requests, and reads back every such key's times, in one
+    script (``_SHARE_WINDOWS_LUA``): one round trip per interval per process, not one per vote. The
+    round trip was 13% of a vote's CPU on the full stack (BENCHMARKS.md, issue 9).
+
+    What it gives up: another process's requests count here from this process's next flush of the key
+    after them. A client whose requests reach P processes can so get at most P times the limit through
+    in a window where it starts from nothing, and only for requests faster than a flush; within one
+    process the count is exact. While Redis does not answer, each process still counts its own
+    (REST framework's throttles stop counting), and it sends them once Redis answers again.
+    """
+
+    # The keys kept, least recently used first out: each holds at most its limit's times, so with the
+    # default limits (60 a minute per annotator) this bounds the memory to a few tens of MB, for more
+    # annotators at once than a study has places. A key dropped with requests not yet sent loses them.
+    def __init__(self, keys_kept: int = 10_000):
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._windows: OrderedDict[str, _Window] = OrderedDict()
+        self._changed: set[str] = set()
+        self._flushed_at = -math.inf
+        self._keys_kept = keys_kept
+
+    def reset(self) -> None:
+        with self._lock:
+            self._windows.clear()
+            self._changed.clear()
+            self._flushed_at = -math.inf
+
+    def check(self, checks, now: float, member: str) -> list[tuple[bool, list[float] | None]]:
+        """For each check (key, seconds, limit): (allowed, None) or, refused, (False, the window's times
+        at ``now``, newest first); a check that allows records the request, as each of REST framework's
+        throttles does, whether or not the others allow it."""
+        answers = []
+        with self._lock:
+            for key, seconds, limit in checks:
+                window = self._windows.get(key)
+                if window is None:
+                    window = self._windows[key] = _Window(seconds, limit)
+                    while len(self._windows) > self._keys_kept:
+                        forgotten, _ = self._windows.popitem(last=False)
+                        self._changed.discard(forgotten)
+                else:
+                    self._windows.move_to_end(key)
+                    window.seconds, window.limit = seconds, limit
+                if window.count(now) >= limit:
+                    answers.append((False, window.history(now)))
+                else:
+                    window.pending.append((now, member))
+                    self._changed.add(key)
+                    answers.append((True, None))
+        return answers
+
+    def due(self, interval: float) -> bool:
+        return bool(self._changed) and time.monotonic() - self._flushed_at >= interval
+
+    def flush(self, client, script, now: float) -> None:
+        """Sends the new requests of every changed key and reads back their times: one round trip.
+        Only one thread of the process flushes at a time; the others go on."""
+        if not self._flush_lock.acquire(blocking=False):
+            return
+        try:
+            keys, arguments, windows = [], [], []
+            with self._lock:
+                for key in self._changed:
+                    window = self._windows.get(key)
+                    if window is None:
+                        continue
+                    window.sending, window.pending = tuple(window.pending), deque()
+                    fresh = [(at, member) for at, member in window.sending if at > now - window.seconds]
+                    keys.append(key)
+                    windows.append(window)
+                    arguments += [repr(now - window.seconds), window.seconds, window.limit, len(fresh)]
+                    for at, member in fresh:
+                        arguments += [repr(at), member]
+                self._changed.clear()
+                self._flushed_at = time.monotonic()
+            try:
+                answers = script(keys=keys, args=arguments) if keys else []
+            except BaseException:
+                with self._lock:  # not sent: sent with the next flush, after what came meanwhile
+                    for key, window in zip(keys, windows, strict=True):
+                        window.pending.extendleft(reversed(window.sending))
+                        window.sending = ()
+                        self._changed.add(key)
+                raise
+            with self._lock:  # what was sent is in what Redis answered
+                for window, times in zip(windows, answers, strict=True):
+                    window.known = [float(at) for at in times]
+                    window.sending = ()
+        finally:
+            self._flush_lock.release()
+
+
+_shared_windows = _SharedWindows()
+
+
+def reset_shared_windows() -> None:
+    """Forgets this process's annotator-limit windows (tests, after clearing the cache)."""
+    _shared_windows.reset()
 
 
 def _redis_of_cache():
@@ -158,11 +308,11 @@ class AnnotatorThrottle(BaseThrottle):
     theirs, and so are the answers: each limit that allows the request records it, as when REST
     framework checks them one by one, and the wait is the longest of those that refuse.
 
-    On Redis (the full stack) both histories are sorted sets of request times, read and written by one
-    script in one round trip (``_ANNOTATOR_LIMITS_LUA``), with nothing pickled; where REST framework's
-    throttles read and write each history apart: four round trips per vote. On another cache (the
-    embedded default's memory) the histories are REST framework's own lists, in one ``get_many`` and
-    one ``set_many``.
+    On Redis (the full stack) both histories are sorted sets of request times, shared by the processes
+    in batches (``_SharedWindows``): each request is decided in its process, and the process's new
+    requests go to Redis, and the others' come back, in one script per ``RATE_LIMIT_SHARE_SECONDS``.
+    On another cache (the embedded default's memory) the histories are REST framework's own lists, in
+    one ``get_many`` and one ``set_many`` per request.
     """
 
     parts = (ParticipantThrottle, AddressThrottle)
@@ -172,7 +322,7 @@ class AnnotatorThrottle(BaseThrottle):
 
     def allow_request(self, request, view) -> bool:
         base = getattr(view, "throttle_scope", None)
-        if not base or not cache_usable():
+        if not base:
             return True
         checks = []
         for part_class in self.parts:
@@ -185,10 +335,12 @@ class AnnotatorThrottle(BaseThrottle):
                 checks.append(part)
         if not checks:
             return True
+        client = _redis_of_cache()
+        if client is not None:  # counted in this process while the cache is down, too
+            return self._check_on_redis(client, checks)
+        if not cache_usable():
+            return True
         try:
-            client = _redis_of_cache()
-            if client is not None:
-                return self._check_on_redis(client, checks)
             histories = cache.get_many([part.key for part in checks])
             allowed_by_duration: dict[int, dict[str, list]] = {}
             for part in checks:
@@ -211,21 +363,29 @@ class AnnotatorThrottle(BaseThrottle):
     _scripts: dict[int, object] = {}
 
     def _check_on_redis(self, client, checks) -> bool:
-        script = self._scripts.get(id(client))
-        if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
-            script = self._scripts.setdefault(id(client), client.register_script(_ANNOTATOR_LIMITS_LUA))
+        """Decided in this process (``_SharedWindows``); the round trip to Redis is the flush's, at
+        most once per ``RATE_LIMIT_SHARE_SECONDS``, and not while the cache is down."""
+        from django.conf import settings
+
         now = checks[0].timer()
-        member = f"{now!r}:{_member()}"  # two requests at the same time are two entries
-        arguments = [repr(now)]
-        for part in checks:
-            part.now = now
-            arguments += [repr(now - part.duration), part.num_requests, part.duration, member]
-        answers = script(keys=[cache.make_key(f"{part.key}:times") for part in checks], args=arguments)
-        for part, (allowed, count, oldest) in zip(checks, answers, strict=True):
+        keys = [cache.make_key(f"{part.key}:times") for part in checks]
+        answers = _shared_windows.check(
+            [(key, part.duration, part.num_requests) for key, part in zip(keys, checks, strict=True)],
+            now,
+            f"{now!r}:{_member()}",  # two requests at the same time are two entries
+        )
+        for part, (allowed, times) in zip(checks, answers, strict=True):
             if not allowed:
-                # REST framework's wait() reads the history's length and its oldest time only.
-                part.history = [float(oldest)] * int(count)
+                part.now, part.history = now, times  # REST framework's wait() reads these
                 self._waits.append(part.wait())
+        if cache_usable() and _shared_windows.due(settings.RATE_LIMIT_SHARE_SECONDS):
+            script = self._scripts.get(id(client))
+            if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
+                script = self._scripts.setdefault(id(client), client.register_script(_SHARE_WINDOWS_LUA))
+            try:
+                _shared_windows.flush(client, script, now)
+            except Exception:  # the cache's client errors have no common base class
+                cache_failed("rate limits not shared")
         return not self._waits
 
     def wait(self) -> float | None:

@@ -290,6 +290,12 @@ REST_FRAMEWORK = {
 # Failed logins (admin, model owners' page, API token) before a username or an address is locked out
 # for LOGIN_LOCKOUT_SECONDS (429 with Retry-After).
 LOGIN_FAILURES_PER_USERNAME = env.int("LOGIN_FAILURES_PER_USERNAME", default=10)
+# The annotator limits on Redis: each process decides on its own count and what Redis last told it, and
+# sends its new requests and reads the others' at most this often (common.throttling, _SharedWindows).
+# 0 sends each request to Redis as it is decided, and reads the others' back with it.
+RATE_LIMIT_SHARE_SECONDS = env.float("RATE_LIMIT_SHARE_SECONDS", default=0.05)
+if not 0 <= RATE_LIMIT_SHARE_SECONDS <= 10:
+    raise ImproperlyConfigured("RATE_LIMIT_SHARE_SECONDS must be between 0 and 10 seconds.")
 LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=30)
 LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60)
 SPECTACULAR_SETTINGS = {

@@ -5,9 +5,12 @@ framework's way, which records a request with every limit that allows it, even w
 hypothesis drives both with the same crowd of participants sharing addresses, at the same clock. On
 the embedded default's memory cache the stored histories are REST framework's own lists and must be
 equal too; on Redis (the full stack, where these tests also run, and tests/integration/
-test_annotator_limits_redis.py, which insists on Redis) they are sorted sets written by one script.
+test_annotator_limits_redis.py, which insists on Redis) each process decides on its own windows and
+shares them through Redis's sorted sets in batches; within one process the answers are the same.
 """
 
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.throttling import SimpleRateThrottle
 
-from common.throttling import AddressThrottle, AnnotatorThrottle, ParticipantThrottle, _redis_of_cache
+from common.throttling import (
+    AddressThrottle,
+    AnnotatorThrottle,
+    ParticipantThrottle,
+    _redis_of_cache,
+    _SharedWindows,
+    reset_shared_windows,
+)
 
 VIEW = SimpleNamespace(throttle_scope="vote")
 
@@ -46,6 +56,7 @@ def together(request):
 
 def replay(check, requests, clock, monkeypatch):
     cache.clear()
+    reset_shared_windows()
     answers = []
     for (participant, address), now in zip(requests, clock, strict=True):
         monkeypatch.setattr(SimpleRateThrottle, "timer", lambda self, now=now: now)
@@ -129,3 +140,76 @@ def test_one_read_and_one_write_per_request(rates, monkeypatch):
         monkeypatch.setattr(cache, name, spy(name, getattr(cache, name)))
     assert together(request_of(1, 1)) == (True, None)
     assert calls == ["get_many", "set_many"]
+
+
+class FakeRedisScript:
+    """The sharing script's effect (``_SHARE_WINDOWS_LUA``) on dicts of sorted sets, for the windows'
+    bookkeeping without a server; tests/integration/test_annotator_limits_redis.py runs the real one."""
+
+    def __init__(self):
+        self.sets: dict[str, dict[str, float]] = {}
+        self.calls = 0
+
+    def __call__(self, keys, args):
+        self.calls += 1
+        time.sleep(0.002)  # a round trip's wait, in which the process's other threads decide
+        answers, at = [], 0
+        for key in keys:
+            start, _seconds, limit, count = (
+                float(args[at]),
+                args[at + 1],
+                int(args[at + 2]),
+                int(args[at + 3]),
+            )
+            at += 4
+            entries = {member: time for member, time in self.sets.get(key, {}).items() if time > start}
+            for _ in range(count):
+                entries[args[at + 1]] = float(args[at])
+                at += 2
+            self.sets[key] = entries
+            answers.append([repr(time) for time in sorted(entries.values())[-limit:]])
+        return answers
+
+
+def test_the_windows_keep_a_bounded_number_of_keys_and_send_only_those_kept():
+    windows = _SharedWindows(keys_kept=3)
+    for number in range(5):
+        windows.check([(f"key-{number}", 60, 10)], now=100.0 + number, member=f"m{number}")
+    script = FakeRedisScript()
+    windows.flush(None, script, now=110.0)
+    assert sorted(script.sets) == ["key-2", "key-3", "key-4"]
+
+
+def test_threads_deciding_while_one_flushes_send_every_allowed_request_once():
+    # 8 threads, each 400 requests over 4 participants (limit 30 in 60 s) and one address (limit 500),
+    # the clock advancing 0.05 s per request; a flush after every 25th. Whatever the interleaving, what
+    # the fake Redis holds is exactly the requests allowed, per key, and no window ever allowed more
+    # than its limit in this one process.
+    windows = _SharedWindows()
+    script = FakeRedisScript()
+    allowed: dict[str, list[float]] = {}
+    lock = threading.Lock()
+
+    def annotator_crowd(thread: int):
+        for step in range(400):
+            now = 1000.0 + step * 0.05
+            checks = [(f"participant-{(thread + step) % 4}", 60, 30), ("address", 60, 500)]
+            answers = windows.check(checks, now=now, member=f"{thread}:{step}")
+            with lock:
+                for (key, _, _), (ok, _) in zip(checks, answers, strict=True):
+                    if ok:
+                        allowed.setdefault(key, []).append(now)
+            if step % 25 == 24:
+                windows.flush(None, script, now=now)
+
+    threads = [threading.Thread(target=annotator_crowd, args=(thread,)) for thread in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    windows.flush(None, script, now=1000.0 + 399 * 0.05)
+    assert {key: len(entries) for key, entries in script.sets.items()} == {
+        key: len(times) for key, times in allowed.items()
+    }
+    assert all(len(times) <= 30 for key, times in allowed.items() if key.startswith("participant"))
+    assert len(allowed["address"]) == 500

@@ -1,9 +1,13 @@
-"""The annotator limits on Redis (one script, sorted sets) answer as REST framework's two throttles."""
+"""The annotator limits on Redis: each process decides on its own windows and shares them through
+Redis's sorted sets in batches; within a process they answer as REST framework's two throttles."""
 
 import pytest
+import redis
 from django.core.cache import cache
 from hypothesis import given, settings
+from rest_framework.throttling import SimpleRateThrottle
 
+from common import throttling
 from common.throttling import AnnotatorThrottle, _redis_of_cache
 from tests.common.test_annotator_throttle import CROWDS, VIEW, check_both_ways, request_of
 
@@ -25,18 +29,121 @@ def test_the_script_answers_as_the_two_throttles_checked_one_by_one(
     assert any(allowed for allowed, _ in expected[0])
 
 
-def test_one_round_trip_per_request(rates, monkeypatch):
-    rates("5/min", "9/min")
-    cache.clear()
+def evalsha_calls(monkeypatch) -> list[tuple]:
+    """Records the keys of each script the limits send to Redis (a round trip each)."""
     client = _redis_of_cache()
     sent = []
     original = client.evalsha
-    monkeypatch.setattr(client, "evalsha", lambda *args: sent.append(args[0]) or original(*args))
+    monkeypatch.setattr(
+        client, "evalsha", lambda sha, count, *rest: sent.append(rest[:count]) or original(sha, count, *rest)
+    )
     AnnotatorThrottle._scripts.clear()
-    for _ in range(3):
-        throttle = AnnotatorThrottle()
-        assert throttle.allow_request(request_of(1, 1), VIEW)
-    assert len(sent) == 3
+    return sent
+
+
+def test_a_round_trip_per_share_interval_not_per_request(rates, monkeypatch, settings):
+    rates("50/min", "90/min")
+    settings.RATE_LIMIT_SHARE_SECONDS = 60
+    sent = evalsha_calls(monkeypatch)
+    for participant in range(20):
+        assert AnnotatorThrottle().allow_request(request_of(participant, 1), VIEW)
+    assert len(sent) == 1  # the first request's: the process had never shared its windows
+
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    for participant in range(3):
+        assert AnnotatorThrottle().allow_request(request_of(participant, 1), VIEW)
+    assert len(sent) == 4
+    # The 19 requests decided since the first round trip, and these 3, are all in Redis now.
+    client = _redis_of_cache()
+    address = cache.make_key("throttle_vote.address_10.0.0.1:times")
+    assert client.zcard(address) == 23
+
+
+class Process:
+    """One web process's annotator limits: its own windows, the shared Redis."""
+
+    def __init__(self):
+        self.windows = throttling._SharedWindows()
+
+    def ask(self, participant: int, address: int = 1) -> tuple[bool, float | None]:
+        saved = throttling._shared_windows
+        throttling._shared_windows = self.windows
+        try:
+            throttle = AnnotatorThrottle()
+            return throttle.allow_request(request_of(participant, address), VIEW), throttle.wait()
+        finally:
+            throttling._shared_windows = saved
+
+
+def at(monkeypatch, now: float) -> None:
+    monkeypatch.setattr(SimpleRateThrottle, "timer", lambda self: now)
+
+
+def test_a_process_refuses_what_another_allowed_once_it_has_shared(rates, monkeypatch, settings):
+    # Hand-worked, 3 per minute for the participant, every request shared as it is decided (interval 0):
+    # - A allows t = 1000, 1001, 1002.
+    # - B had never heard of the participant: at 1003 it decides on its own empty window and allows,
+    #   the one request over the limit the batching admits here; its flush reads back the newest three.
+    # - At 1004 B refuses. Redis holds 1000 to 1003, so a place opens when two have left, at 1061:
+    #   57 s (REST framework's own history, all four, would have said no wait at all).
+    # - At 1061 the window (1001, 1061] holds 1002 and 1003: B allows; at 1061.5 it holds three again.
+    # - A last read Redis at 1002. At 1063.5 its window is empty and it allows; its flush reads back
+    #   1061 (B's) and 1063.5; at 1064 it allows the third, and at 1065 it refuses: on its own count it
+    #   would have held two.
+    rates("3/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    a, b = Process(), Process()
+    steps = [(a, 1000.0), (a, 1001.0), (a, 1002.0), (b, 1003.0), (b, 1004.0), (b, 1061.0), (b, 1061.5)]
+    steps += [(a, 1063.5), (a, 1064.0), (a, 1065.0)]
+    answers = []
+    for process, now in steps:
+        at(monkeypatch, now)
+        answers.append(process.ask(7))
+    assert answers == [(True, None)] * 4 + [(False, 57.0), (True, None), (False, 0.5)] + [
+        (True, None),
+        (True, None),
+        (False, pytest.approx(56.0)),
+    ]
+
+
+def test_within_one_process_the_count_is_exact_whatever_the_interval(rates, monkeypatch, settings):
+    rates("4/min", "6/min")
+    settings.RATE_LIMIT_SHARE_SECONDS = 60
+    process = Process()
+    answers = []
+    for step in range(10):
+        at(monkeypatch, 2000.0 + step)
+        answers.append(process.ask(participant=step % 2)[0])
+    # Each participant has 4 a minute, the address 6: the first 6 requests pass (3 each), then none.
+    assert answers == [True] * 6 + [False] * 4
+
+
+def test_while_redis_is_down_each_process_still_counts_and_sends_them_later(rates, monkeypatch, settings):
+    rates("2/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    client = _redis_of_cache()
+    AnnotatorThrottle._scripts.clear()
+    original = client.evalsha
+
+    def down(*args):
+        raise redis.ConnectionError("Redis is restarting")
+
+    monkeypatch.setattr(client, "evalsha", down)
+    process = Process()
+    answers = []
+    for now in (3000.0, 3001.0, 3002.0):
+        at(monkeypatch, now)
+        answers.append(process.ask(9)[0])
+    assert answers == [True, True, False]  # refused by the process's own count
+    monkeypatch.setattr(client, "evalsha", original)
+    monkeypatch.setattr(throttling, "_cache_down_until", 0.0)  # the retry time has passed
+    other = Process()
+    at(monkeypatch, 3003.0)
+    assert other.ask(8)[0] is True  # another participant's request: this process shares nothing yet
+    at(monkeypatch, 3004.0)
+    assert process.ask(9)[0] is False  # and the first process sends its two at its next flush
+    key = cache.make_key("throttle_vote.participant_annotator-p9:times")
+    assert client.zcard(key) == 2
 
 
 def test_the_wait_is_the_oldest_requests_time_to_leave_the_window(rates, monkeypatch):
@@ -56,13 +163,6 @@ def test_the_wait_is_the_oldest_requests_time_to_leave_the_window(rates, monkeyp
 
 def test_a_limit_set_to_off_is_not_sent_to_redis(rates, monkeypatch):
     rates(None, "2/min")
-    cache.clear()
-    client = _redis_of_cache()
-    keys = []
-    original = client.evalsha
-    monkeypatch.setattr(
-        client, "evalsha", lambda sha, count, *rest: keys.append(rest[:count]) or original(sha, count, *rest)
-    )
-    AnnotatorThrottle._scripts.clear()
+    keys = evalsha_calls(monkeypatch)
     assert AnnotatorThrottle().allow_request(request_of(1, 1), VIEW)
     assert keys == [(cache.make_key("throttle_vote.address_10.0.0.1:times"),)]
