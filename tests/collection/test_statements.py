@@ -191,6 +191,7 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
     assert "comparison_position_unique" not in plan
 
 
+@pytest.mark.integration
 def test_on_postgresql_the_rows_of_a_judgement_carry_no_index_by_item(postgres_required):
     # A lease and a vote write an entry in every index of the comparison (twice: its status is in the
     # partial indexes' predicates, so no update of it is HOT), the assignment and the vote. Nothing
