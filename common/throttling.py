@@ -224,8 +224,8 @@ class _SharedWindows:
 
     def check(self, checks, now: float, member: str) -> list[tuple[bool, list[float] | None]]:
         """For each check (key, seconds, limit): (allowed, None) or, refused, (False, the window's times
-        at ``now``, newest first); a check that allows records the request, as each of REST framework's
-        throttles does, whether or not the others allow it."""
+        at ``now``, newest first: at least ``limit`` of them); a check that allows records the request,
+        as each of REST framework's throttles does, whether or not the others allow it."""
         answers = []
         with self._lock:
             for key, seconds, limit in checks:
@@ -249,7 +249,7 @@ class _SharedWindows:
     def due(self, interval: float) -> bool:
         return bool(self._changed) and time.monotonic() - self._flushed_at >= interval
 
-    def flush(self, client, script, now: float) -> None:
+    def flush(self, script, now: float) -> None:
         """Sends the new requests of every changed key and reads back their times: one round trip.
         Only one thread of the process flushes at a time; the others go on."""
         if not self._flush_lock.acquire(blocking=False):
@@ -376,14 +376,16 @@ class AnnotatorThrottle(BaseThrottle):
         )
         for part, (allowed, times) in zip(checks, answers, strict=True):
             if not allowed:
-                part.now, part.history = now, times  # REST framework's wait() reads these
-                self._waits.append(part.wait())
+                # A place opens when the limit-th newest request leaves the window. With the window
+                # exactly full that is REST framework's wait(); past it (what other processes sent
+                # arrived with a flush), where REST framework gives none, it is still the time to wait.
+                self._waits.append(max(0.0, times[part.num_requests - 1] + part.duration - now))
         if cache_usable() and _shared_windows.due(settings.RATE_LIMIT_SHARE_SECONDS):
             script = self._scripts.get(id(client))
             if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
                 script = self._scripts.setdefault(id(client), client.register_script(_SHARE_WINDOWS_LUA))
             try:
-                _shared_windows.flush(client, script, now)
+                _shared_windows.flush(script, now)
             except Exception:  # the cache's client errors have no common base class
                 cache_failed("rate limits not shared")
         return not self._waits

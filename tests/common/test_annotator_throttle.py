@@ -176,7 +176,7 @@ def test_the_windows_keep_a_bounded_number_of_keys_and_send_only_those_kept():
     for number in range(5):
         windows.check([(f"key-{number}", 60, 10)], now=100.0 + number, member=f"m{number}")
     script = FakeRedisScript()
-    windows.flush(None, script, now=110.0)
+    windows.flush(script, now=110.0)
     assert sorted(script.sets) == ["key-2", "key-3", "key-4"]
 
 
@@ -200,14 +200,14 @@ def test_threads_deciding_while_one_flushes_send_every_allowed_request_once():
                     if ok:
                         allowed.setdefault(key, []).append(now)
             if step % 25 == 24:
-                windows.flush(None, script, now=now)
+                windows.flush(script, now=now)
 
     threads = [threading.Thread(target=annotator_crowd, args=(thread,)) for thread in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    windows.flush(None, script, now=1000.0 + 399 * 0.05)
+    windows.flush(script, now=1000.0 + 399 * 0.05)
     assert {key: len(entries) for key, entries in script.sets.items()} == {
         key: len(times) for key, times in allowed.items()
     }
