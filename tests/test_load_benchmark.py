@@ -6,7 +6,14 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
-from tests.reliability.bench_load import _run_until, ballot_boundaries
+from tests.reliability.bench_load import (
+    SHORT,
+    _run_until,
+    ballot_boundaries,
+    bench_appearances,
+    markdown,
+    ran_short,
+)
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -147,3 +154,40 @@ def test_rounds_report_the_median_ratio_and_the_median_rounds_phases(monkeypatch
     assert rounds["each"][0]["cpu_ms_per_vote"] == round(1000 * 1.6 / 600, 3)
     table = bench_load.rounds_markdown({"rounds": rounds})
     assert "**5.50** (4.00 to 8.00)" in table
+
+
+def test_the_vote_study_holds_every_vote_phase_in_its_first_ballot():
+    # Hand-worked: two phases of 30 s at up to 1,000 votes/s are 60,000 votes; 990 items at M
+    # appearances make 495·M comparisons, so M ≥ 121.2: 122 (even), 60,390 comparisons.
+    assert bench_appearances(2, 30) == 122
+    # Three rounds of 10 s: 30,000 votes, M ≥ 60.6: 62. One short phase: never under the paper's 20.
+    assert bench_appearances(3, 10) == 62
+    assert bench_appearances(1, 5) == 20
+    for phases, seconds in ((1, 7), (2, 30), (5, 12), (4, 61)):
+        appearances = bench_appearances(phases, seconds)
+        assert appearances % 2 == 0
+        assert 990 * appearances / 2 >= phases * seconds * 1000
+
+
+def test_a_vote_phase_whose_study_ran_short_is_not_reported_as_a_measure():
+    # The default run of 2026-11-24 on a fast machine: the Python phase had used up ballot 1, and wrk's
+    # annotators were told "all leased" 523 times for 55 votes; N came out as 1,275.
+    exhausted = {"votes": 55, "waits": {"all_leased": 523, "ballot_closing": 0, "finished": 0}}
+    healthy = {"votes": 14_695, "waits": {"all_leased": 40, "ballot_closing": 0, "finished": 0}}
+    python_phase = {"votes": 14_695, "outcomes": {"next 200": 100, "next 204": 51, "vote 201": 14_695}}
+    assert ran_short(exhausted) and not ran_short(healthy) and not ran_short(python_phase)
+    assert ran_short({"votes": 100, "outcomes": {"next 204": 11}})
+    report = {
+        "health_wrk": {"clients": 50, "requests_per_second": 2296.0},
+        "vote_wrk": {
+            **exhausted,
+            "joined": 50,
+            "votes_per_second": 1.8,
+            "p50_ms": 8.1,
+            "p95_ms": 92.2,
+            "errors": 0,
+        },
+        "wrk_healthz_per_wrk_vote": 1275.5,
+    }
+    text = markdown(report)
+    assert "1275" not in text and SHORT in text
