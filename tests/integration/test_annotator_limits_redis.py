@@ -21,7 +21,7 @@ def on_redis():
 
 @settings(max_examples=80, deadline=None)
 @given(**CROWDS)
-def test_the_script_answers_as_the_two_throttles_checked_one_by_one(
+def test_within_a_process_the_answers_are_the_two_throttles_checked_one_by_one(
     requests, gaps, participant_limit, address_limit
 ):
     answered, expected = check_both_ways(requests, gaps, participant_limit, address_limit)
