@@ -752,7 +752,9 @@ class AnnotatorVotes(models.Model):
         "Annotator", on_delete=models.CASCADE, primary_key=True, related_name="vote_count"
     )
     total = models.IntegerField(default=0)
-    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Indexed, for the foreign-key check when a ballot is deleted. A vote leaves ``ballot`` as it is
+    # within a ballot, so its update of this row stays HOT all the same.
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="+")
     in_ballot = models.IntegerField(default=0)
 
     class Meta:
@@ -811,11 +813,13 @@ class Comparison(models.Model):
     # No index of its own: comparison_position_unique (ballot, position) serves lookups by ballot.
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="comparisons", db_index=False)
     position = models.PositiveIntegerField()
-    # No indexes of their own (nor on the vote's): nothing looks comparisons or votes up by item, and
-    # each index is written by every lease and vote (BENCHMARKS.md, issue 9). Deleting an item, which
-    # happens with its study, reads the table once.
-    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
-    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Indexed (as the vote's are), although nothing looks comparisons or votes up by item: deleting an
+    # item, which happens with its study, makes PostgreSQL's foreign-key check look for rows that still
+    # name it, once per item. Without these indexes that was a scan of the whole table per item, and
+    # deleting a 990-item study took 5.7 s in a database of six, against 0.85 s (BENCHMARKS.md,
+    # 2026-11-25). Their cost to a judgement was not measurable.
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     pair_low = models.PositiveIntegerField(help_text="The lower item index of the pair.")
     pair_high = models.PositiveIntegerField(help_text="The higher item index of the pair.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
@@ -972,8 +976,8 @@ class Vote(models.Model):
     # No index of its own: vote_annotator_ballot and vote_once_per_pair_per_annotator lead with it.
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="votes", db_index=False)
     ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="votes")
-    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
-    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
+    left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")  # indexed: Comparison's
+    right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     pair_low = models.PositiveIntegerField()
     pair_high = models.PositiveIntegerField()
     choice = models.CharField(max_length=5, choices=Choice.choices)

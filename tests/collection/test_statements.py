@@ -191,27 +191,48 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
     assert "comparison_position_unique" not in plan
 
 
+# Every foreign key of the project's tables leads an index: PostgreSQL checks a deleted row's foreign
+# keys by looking for the rows that still name it, once per deleted row, and without such an index that
+# look-up scans the whole referencing table (deleting a study scanned the comparisons once per item).
+_FOREIGN_KEYS_WITHOUT_LEADING_INDEX = """
+SELECT con.conrelid::regclass::text, att.attname
+FROM pg_constraint con
+JOIN pg_attribute att ON att.attrelid = con.conrelid AND att.attnum = con.conkey[1]
+WHERE con.contype = 'f' AND array_length(con.conkey, 1) = 1
+  AND con.conrelid::regclass::text ~ '^(collection|scoring|metrics)_'
+  AND NOT EXISTS (
+      SELECT 1 FROM pg_index ix
+      WHERE ix.indrelid = con.conrelid AND ix.indkey[0] = con.conkey[1]
+        -- a partial index serves the check only if it holds every row that names a row: NOT NULL
+        AND (ix.indpred IS NULL
+             OR pg_get_expr(ix.indpred, ix.indrelid) = '(' || quote_ident(att.attname) || ' IS NOT NULL)')
+  )
+ORDER BY 1, 2
+"""
+
+
 @pytest.mark.integration
-def test_on_postgresql_the_rows_of_a_judgement_carry_no_index_by_item(postgres_required):
+def test_on_postgresql_every_foreign_key_leads_an_index(postgres_required):
+    with connection.cursor() as cursor:
+        cursor.execute(_FOREIGN_KEYS_WITHOUT_LEADING_INDEX)
+        unindexed = cursor.fetchall()
+    assert unindexed == []
+
+
+@pytest.mark.integration
+def test_on_postgresql_a_judgements_rows_carry_the_indexes_they_need_and_no_more(postgres_required):
     # A lease and a vote write an entry in every index of the comparison (twice: its status is in the
-    # partial indexes' predicates, so no update of it is HOT), the assignment and the vote. Nothing
-    # looks those rows up by item, so the items' foreign keys there have none; the check's index holds
-    # only the checks' assignments, not a NULL per comparison's.
+    # partial indexes' predicates, so no update of it is HOT), the assignment and the vote. The check's
+    # index holds only the checks' assignments, not a NULL per comparison's.
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename IN"
             " ('collection_comparison', 'collection_assignment', 'collection_vote')"
         )
         indexes = cursor.fetchall()
-    by_item = [
-        name
-        for _, name, definition in indexes
-        if "left_item_id" in definition or "right_item_id" in definition
-    ]
-    assert by_item == []
     checks = [definition for _, _, definition in indexes if "(quality_check_id)" in definition]
     assert len(checks) == 1 and checks[0].endswith("WHERE (quality_check_id IS NOT NULL)")
     counts = {}
     for table, _, _ in indexes:
         counts[table] = counts.get(table, 0) + 1
-    assert counts == {"collection_comparison": 4, "collection_assignment": 7, "collection_vote": 6}
+    assert counts == {"collection_comparison": 6, "collection_assignment": 7, "collection_vote": 8}
