@@ -2,18 +2,16 @@
 
     createdb -h 127.0.0.1 -U postgres bench_concurrency
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_concurrency python benchmarks/bench_vote_concurrency.py
-    ... python benchmarks/bench_vote_concurrency.py --threads 8 --without-counter   # the experiment below
+    ... python benchmarks/bench_vote_concurrency.py --threads 1 4 --judgements 6000
 
 The database must be empty: the script migrates it and builds the demo-sized study (990 items, a first
 ballot of 9,900 comparisons, no cap). For each number of threads, each thread has its own connection and
-two annotators, and runs judgements as the API does (``vote_record``, then ``comparison_next_for``)
-until ``--judgements`` in all are done. It prints the judgements per second and the CPU of the PostgreSQL
-server processes per judgement (each thread reads its own backend's CPU from ``/proc``, before and after),
-and the ratio of that CPU to the one-thread run's: the baseline. gunicorn as deployed runs 2 × 4 threads.
-
-``--without-counter`` is an experiment, not a configuration: the vote's statement leaves the ballot's
-counter (``BallotCounter``) alone (a vote then never asks for the close), to show what counting the
-votes costs when votes run at once. Each thread count runs on a fresh ballot.
+two annotators, and runs judgements as the API does (``vote_record_and_next``: the vote and the next
+lease, on PostgreSQL in one round trip and one transaction) until ``--judgements`` in all are done. It
+prints the judgements per second and the CPU of the PostgreSQL server processes per judgement (each
+thread reads its own backend's CPU from ``/proc``, before and after), and the ratio of that CPU to the
+one-thread run's: the baseline. gunicorn as deployed runs 2 × 4 threads. Each thread count runs on a
+fresh ballot.
 """
 
 from __future__ import annotations
@@ -30,22 +28,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._lease import django_on_empty_postgres  # noqa: E402
 
-_COUNTER_CTE = """counter AS (  -- this connection's part of the ballot's count (BallotCounter)
-    INSERT INTO collection_ballotcounter AS mine (ballot_id, part, votes)
-    SELECT vote.ballot_id, mod(pg_backend_pid(), %(parts)s), 1 FROM vote
-    ON CONFLICT (ballot_id, part) DO UPDATE SET votes = mine.votes + 1
-    RETURNING mine.ballot_id, mine.part, mine.votes
-)"""
-_NO_COUNTER_CTE = """counter AS (
-    SELECT vote.ballot_id, 0 AS part, -2147483647 AS votes FROM vote WHERE %(parts)s::integer > 0
-)"""
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 8, 25])
     parser.add_argument("--judgements", type=int, default=2000, help="judgements per thread count, in all")
-    parser.add_argument("--without-counter", action="store_true", help="the experiment: no ballot counter")
     args = parser.parse_args()
     django_on_empty_postgres(eager_tasks=True)
 
@@ -55,15 +42,6 @@ def main() -> None:
     from benchmarks._timing import machine
     from collection import voting
     from collection.models import Study
-    from common.prepared import PreparedStatement
-
-    if args.without_counter:
-        assert _COUNTER_CTE in voting._VOTE_SQL, "the vote's statement changed: update this experiment"
-        voting.VOTE_STATEMENT = PreparedStatement(
-            "yardstick_vote_without_counter",
-            voting._VOTE_SQL.replace(_COUNTER_CTE, _NO_COUNTER_CTE),
-            voting.VOTE_STATEMENT.types,
-        )
 
     call_command("migrate", verbosity=0)
 
@@ -75,7 +53,6 @@ def main() -> None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     print(f"machine: {machine()}")
-    print("ballot counter: " + ("left out (the experiment)" if args.without_counter else "as deployed"))
     baseline = None
     for threads in args.threads:
         slug = f"concurrency-{threads}"
@@ -96,8 +73,10 @@ def main() -> None:
             started = backend_cpu()
             for number in range(each):
                 who = number % 2
-                voting.vote_record(annotator=mine[who], assignment_id=held[who].assignment.pk, choice="left")
-                held[who] = voting.comparison_next_for(annotator=mine[who])
+                choice = ("left", "right")[number % 3 == 0]
+                _vote, _created, held[who] = voting.vote_record_and_next(
+                    annotator=mine[who], assignment_id=held[who].assignment.pk, choice=choice
+                )
                 if held[who].assignment is None:
                     raise RuntimeError(f"no comparison for an annotator: {held[who].reason}")
             results.append(backend_cpu() - started)

@@ -191,8 +191,8 @@ def comparison_next_for(
     The annotator gets back the assignment they already hold, if its lease runs; otherwise the first
     available comparison (never voted, lease free or expired) whose pair of items they have not judged
     in this study, within their cap for the ballot. Concurrent annotators never receive the same
-    comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one statement that
-    also ends the leases it replaces, creates the assignment and returns both items' tokens and the
+    comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one call (of the
+    function ``yardstick_lease_v1``, migration 0024) that also ends the leases it replaces, creates the assignment and returns both items' tokens and the
     annotator's progress; on SQLite the IMMEDIATE transaction serialises the whole lease.
 
     With the study's ``check_rate`` (a draw from ``rng``), the lease serves instead a check the annotator
@@ -230,155 +230,13 @@ def _lock_annotator(annotator: Annotator) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-# The whole lease, in one statement. The data-modifying CTEs run once each; the
-# INSERT of the new assignment waits for "released" and "ended" through its filter, so the leases it
-# replaces are no longer active when the partial unique indexes check it. The comparison to give is a
-# lapsed lease if there is one, else the first open one by position: each is one index-ordered scan of
-# the partial index of open comparisons (comparison_open) or of leased ones (comparison_leased), so the
-# lease costs the same in a full ballot as in an empty one; a scan of (ballot, position) filtered on
-# status read every voted row before it (BENCHMARKS.md).
+# The whole lease, in one call of the PL/pgSQL function ``yardstick_lease_v1`` (migration 0024): the
+# annotator's standing, the lease they hold or its end, a lapsed lease first or else the first open
+# comparison by position (SKIP LOCKED), the new assignment, the two items' tokens, and, when nothing is
+# given, why. The row it answers is the one ``_lease_result`` reads, then "go", then the commit's setting.
 _LEASE_SQL = """
-WITH me AS (  -- an exclusion committed after the request read the annotator: no ballot, no lease
-    SELECT an.excluded_at IS NOT NULL AS excluded,
-           -- after a vote in the same transaction (_judgement_in_one_transaction): only if that vote
-           -- stands and the study's settings are the ones the caller's parameters come from
-           (%(after_vote)s IS NULL OR EXISTS (
-               SELECT 1 FROM collection_assignment voted
-               JOIN collection_study st ON st.id = an.study_id AND st.settings_version = %(settings_version)s
-               WHERE voted.id = %(after_vote)s AND voted.annotator_id = an.id AND voted.status = 'voted'
-           )) AS go
-    FROM collection_annotator an WHERE an.id = %(annotator)s
-),
-ballot AS (
-    SELECT b.id, b.number, b.comparison_count,
-           (SELECT COALESCE(SUM(part.votes), 0) FROM collection_ballotcounter part
-            WHERE part.ballot_id = b.id) AS votes_recorded
-    FROM collection_ballot b
-    WHERE b.study_id = %(study)s AND b.status = 'open' AND NOT (SELECT excluded FROM me)
-      AND (SELECT go FROM me)
-),
-held AS (
-    SELECT a.id, a.comparison_id, a.ballot_id, a.issued_at, a.expires_at,
-           (a.expires_at > %(now)s AND a.ballot_id = (SELECT id FROM ballot)) IS TRUE AS valid
-    FROM collection_assignment a
-    WHERE a.annotator_id = %(annotator)s AND a.status = 'active'
-),
-released AS (
-    UPDATE collection_assignment SET status = 'expired'
-    WHERE id IN (SELECT id FROM held WHERE NOT valid) AND EXISTS (SELECT 1 FROM ballot)
-    RETURNING id
-),
-votes AS (  -- their count (AnnotatorVotes): counting their votes read every one, on every lease
-    SELECT COALESCE(MAX(n.total), 0) AS total,
-           COALESCE(MAX(n.in_ballot) FILTER (WHERE n.ballot_id = (SELECT id FROM ballot)), 0) AS in_ballot
-    FROM collection_annotatorvotes n
-    WHERE n.annotator_id = %(annotator)s
-),
-free_expired AS (
-    SELECT c.id, c.status
-    FROM collection_comparison c
-    WHERE c.ballot_id = (SELECT id FROM ballot)
-      AND NOT EXISTS (SELECT 1 FROM held WHERE valid)
-      AND (%(cap)s::integer IS NULL OR (SELECT in_ballot FROM votes) < %(cap)s::integer)
-      AND c.status = 'leased' AND c.lease_expires_at < %(now)s
-      AND NOT EXISTS (
-          SELECT 1 FROM collection_vote v
-          WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
-      )
-    ORDER BY c.position
-    LIMIT 1
-    FOR UPDATE OF c SKIP LOCKED
-),
-free_open AS (
-    SELECT c.id, c.status
-    FROM collection_comparison c
-    WHERE c.ballot_id = (SELECT id FROM ballot)
-      AND NOT EXISTS (SELECT 1 FROM held WHERE valid)
-      AND (%(cap)s::integer IS NULL OR (SELECT in_ballot FROM votes) < %(cap)s::integer)
-      AND c.status = 'open'
-      AND NOT EXISTS (
-          SELECT 1 FROM collection_vote v
-          WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
-      )
-    ORDER BY c.position
-    LIMIT 1
-    FOR UPDATE OF c SKIP LOCKED
-),
-free AS (  -- a lapsed lease first; free_open is read (and a row locked) only when there is none
-    SELECT * FROM free_expired
-    UNION ALL
-    SELECT * FROM free_open
-    LIMIT 1
-),
-ended AS (
-    UPDATE collection_assignment SET status = 'expired'
-    WHERE status = 'active' AND comparison_id IN (SELECT id FROM free WHERE status = 'leased')
-    RETURNING id
-),
-leased AS (
-    UPDATE collection_comparison c SET status = 'leased', lease_expires_at = %(expires)s
-    FROM free
-    WHERE c.id = free.id
-    RETURNING c.id, c.ballot_id
-),
-created AS (
-    INSERT INTO collection_assignment (comparison_id, ballot_id, annotator_id, status, issued_at, expires_at)
-    SELECT leased.id, leased.ballot_id, %(annotator)s, 'active', %(now)s, %(expires)s
-    FROM leased
-    WHERE (SELECT count(*) FROM released) >= 0 AND (SELECT count(*) FROM ended) >= 0
-    RETURNING id, comparison_id, ballot_id, issued_at, expires_at
-),
-given AS (
-    SELECT id, comparison_id, ballot_id, issued_at, expires_at FROM created
-    UNION ALL
-    SELECT id, comparison_id, ballot_id, issued_at, expires_at FROM held WHERE valid
-)
-SELECT ballot.id, ballot.number, ballot.comparison_count, ballot.votes_recorded,
-       votes.total, votes.in_ballot,
-       given.id, given.comparison_id, given.issued_at, given.expires_at,
-       c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text,
-       -- Nothing given: "none for you" when comparisons are left (open, or leases lapsed) and every
-       -- one of them is a pair the annotator has judged; else they are leased to others, or are
-       -- being leased by others at this instant (SKIP LOCKED passed over them): "all leased". Each
-       -- look-up is the first by position of one status, an index-ordered scan of its partial index:
-       -- one test of both statuses at once (or an EXISTS, planned as a sequential scan that expects
-       -- an open comparison at once) read the whole ballot when it had none, at every ballot's end.
-       CASE WHEN given.id IS NULL AND ballot.id IS NOT NULL THEN (
-           ((SELECT other.position FROM collection_comparison other
-             WHERE other.ballot_id = ballot.id AND other.status = 'open'
-             ORDER BY other.position LIMIT 1) IS NOT NULL
-            OR (SELECT other.position FROM collection_comparison other
-                WHERE other.ballot_id = ballot.id AND other.status = 'leased'
-                  AND other.lease_expires_at < %(now)s
-                ORDER BY other.position LIMIT 1) IS NOT NULL)
-           AND (SELECT other.position FROM collection_comparison other
-                WHERE other.ballot_id = ballot.id AND other.status = 'open'
-                  AND NOT EXISTS (SELECT 1 FROM collection_vote v WHERE v.annotator_id = %(annotator)s
-                                  AND v.pair_low = other.pair_low AND v.pair_high = other.pair_high)
-                ORDER BY other.position LIMIT 1) IS NULL
-           AND (SELECT other.position FROM collection_comparison other
-                WHERE other.ballot_id = ballot.id AND other.status = 'leased'
-                  AND other.lease_expires_at < %(now)s
-                  AND NOT EXISTS (SELECT 1 FROM collection_vote v WHERE v.annotator_id = %(annotator)s
-                                  AND v.pair_low = other.pair_low AND v.pair_high = other.pair_high)
-                ORDER BY other.position LIMIT 1) IS NULL
-       ) END,
-       (SELECT excluded FROM me),
-       (SELECT go FROM me),
-       lease_commit.setting
-FROM votes
-LEFT JOIN (  -- read below, so that it runs: see _lease_row on the commit
-    SELECT set_config('synchronous_commit', 'off', true) AS setting WHERE %(commit_async)s
-) AS lease_commit ON TRUE
-LEFT JOIN ballot ON TRUE
-LEFT JOIN given ON TRUE
-LEFT JOIN collection_comparison c ON c.id = given.comparison_id
-LEFT JOIN collection_item left_item ON left_item.id = c.left_item_id
-LEFT JOIN collection_token left_a ON left_a.id = left_item.token_a_id
-LEFT JOIN collection_token left_b ON left_b.id = left_item.token_b_id
-LEFT JOIN collection_item right_item ON right_item.id = c.right_item_id
-LEFT JOIN collection_token right_a ON right_a.id = right_item.token_a_id
-LEFT JOIN collection_token right_b ON right_b.id = right_item.token_b_id
+SELECT * FROM yardstick_lease_v1(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
+                                 %(after_vote)s, %(settings_version)s)
 """
 
 LEASE_STATEMENT = PreparedStatement(
@@ -881,79 +739,16 @@ def _tie_refused(annotator: Annotator, choice: str) -> bool:
 
 TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
 
-# The assignment is locked first (a retry of the same vote waits here, then sees it voted), if it is
-# held by one of the annotators the caller names, each with their study (the signed cookie's pairs, or
-# the one annotator a caller already knows); the comparison is taken by the conditional UPDATE, whose
-# row decides; the vote, the assignment and, last, the ballot's counter follow from that row. The
-# holder's study and exclusion come back with it, so that a vote needs no statement to learn who cast it.
+# The vote, in one call of the PL/pgSQL function ``yardstick_vote_v1`` (migration 0024): the assignment
+# is locked first (a retry of the same vote waits there, then sees it voted), if it is held by one of the
+# annotators the caller names, each with their study (the signed cookie's pairs, or the one annotator a
+# caller already knows); the comparison is taken by a conditional UPDATE, whose row decides; the vote,
+# the assignment and, last, the ballot's counter follow from that row. The holder's study and exclusion
+# come back with it, so that a vote needs no statement to learn who cast it. No row: none of them holds
+# the assignment.
 _VOTE_SQL = """
-WITH target AS (
-    SELECT a.id, a.status, a.issued_at, a.expires_at, a.comparison_id, a.ballot_id, a.quality_check_id,
-           a.annotator_id, an.study_id, an.excluded_at
-    FROM collection_assignment a
-    JOIN collection_annotator an ON an.id = a.annotator_id
-    JOIN unnest(%(studies)s, %(annotators)s) AS owner(study_id, annotator_id)
-      ON owner.annotator_id = a.annotator_id AND owner.study_id = an.study_id
-    WHERE a.id = %(assignment)s
-    FOR UPDATE OF a
-),
-state AS (
-    SELECT t.*, b.status = 'open' AS ballot_open, b.number AS ballot_number, b.comparison_count,
-           st.settings_version,
-           (t.status = 'active' AND b.status = 'open' AND t.expires_at > %(now)s AND t.excluded_at IS NULL
-            AND (%(choice)s <> 'tie' OR st.allow_ties)) AS may_vote
-    FROM target t
-    JOIN collection_ballot b ON b.id = t.ballot_id
-    JOIN collection_study st ON st.id = t.study_id
-),
-taken AS (  -- by its primary key: joined to state, the plan scanned every leased comparison instead
-    UPDATE collection_comparison c SET status = 'voted', lease_expires_at = NULL
-    WHERE c.id = (SELECT s.comparison_id FROM state s WHERE s.may_vote) AND c.status = 'leased'
-    RETURNING c.id, c.ballot_id, c.left_item_id, c.right_item_id, c.pair_low, c.pair_high
-),
-vote AS (
-    INSERT INTO collection_vote (assignment_id, comparison_id, annotator_id, ballot_id, left_item_id,
-                                 right_item_id, pair_low, pair_high, choice, response_ms,
-                                 client_response_ms, created_at)
-    SELECT s.id, t.id, s.annotator_id, t.ballot_id, t.left_item_id, t.right_item_id, t.pair_low,
-           t.pair_high, %(choice)s,
-           GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%(now)s - s.issued_at)) * 1000))::integer,
-           %(client_ms)s::integer, %(now)s
-    FROM taken t, state s
-    RETURNING id, assignment_id, comparison_id, ballot_id, left_item_id, right_item_id, pair_low,
-              pair_high, choice, response_ms, client_response_ms, created_at
-),
-marked AS (
-    UPDATE collection_assignment a SET status = 'voted'
-    FROM vote
-    WHERE a.id = vote.assignment_id
-    RETURNING a.id
-),
-counted AS (  -- the annotator's count (AnnotatorVotes), which their next lease reads
-    INSERT INTO collection_annotatorvotes AS theirs (annotator_id, total, ballot_id, in_ballot)
-    SELECT s.annotator_id, 1, vote.ballot_id, 1 FROM vote, state s
-    ON CONFLICT (annotator_id) DO UPDATE SET
-        total = theirs.total + 1,
-        in_ballot = CASE WHEN theirs.ballot_id = excluded.ballot_id THEN theirs.in_ballot + 1 ELSE 1 END,
-        ballot_id = excluded.ballot_id
-    RETURNING theirs.annotator_id
-),
-counter AS (  -- this connection's part of the ballot's count (BallotCounter)
-    INSERT INTO collection_ballotcounter AS mine (ballot_id, part, votes)
-    SELECT vote.ballot_id, mod(pg_backend_pid(), %(parts)s), 1 FROM vote
-    ON CONFLICT (ballot_id, part) DO UPDATE SET votes = mine.votes + 1
-    RETURNING mine.ballot_id, mine.part, mine.votes
-)
-SELECT s.annotator_id, s.study_id, s.excluded_at, s.settings_version,
-       s.status, s.ballot_open, s.ballot_number, s.expires_at <= %(now)s, s.ballot_id,
-       (SELECT count(*) FROM marked),
-       counter.votes + (SELECT COALESCE(SUM(other.votes), 0) FROM collection_ballotcounter other
-                        WHERE other.ballot_id = counter.ballot_id AND other.part <> counter.part),
-       s.comparison_count, s.quality_check_id,
-       vote.*
-FROM state s
-LEFT JOIN vote ON TRUE
-LEFT JOIN counter ON TRUE
+SELECT * FROM yardstick_vote_v1(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
+                                %(client_ms)s, %(parts)s)
 """
 _VOTE_FIELDS = [
     "id",
