@@ -156,6 +156,44 @@ def test_rounds_report_the_median_ratio_and_the_median_rounds_phases(monkeypatch
     assert "**5.50** (4.00 to 8.00)" in table
 
 
+def test_rounds_whose_healthz_phase_was_disturbed_are_left_out_of_the_median(monkeypatch):
+    """The run of 2026-11-25 whose median came out as 1.88: two of its three healthz phases served 898
+    and 862 requests/s where the third served 2,329 (and other runs of the same code 2,000 to 2,400).
+    Those two rounds' ratios are 898/577.5 = 1.55 and 862/458.4 = 1.88; the third's 2329/597.3 = 3.90.
+    Left out (under 60% of 2,329), the median is the one steady round's, 3.90."""
+    from tests.reliability import bench_load
+
+    healthz_rates = iter([898, 2329, 862])
+    vote_rates = {"wrk1": 577.5, "wrk2": 597.3, "wrk3": 458.4}
+
+    def health(base_url, *, clients, seconds, meter=None):
+        return {"requests_per_second": next(healthz_rates), "cores": {"web": 1.2}}
+
+    def vote(base_url, slug, *, annotators, seconds, prefix, run_dir, meter=None):
+        return {"votes_per_second": vote_rates[prefix], "cores": {"web": 1.1, "postgres": 0.7}, "errors": 0}
+
+    monkeypatch.setattr(bench_load, "wrk_phase", health)
+    monkeypatch.setattr(bench_load, "wrk_vote_phase", vote)
+
+    class FakeStack:
+        base_url = "http://127.0.0.1:1"
+        run_dir = "/nonexistent"
+
+    said = []
+    rounds = bench_load.wrk_rounds(FakeStack(), rounds=3, seconds=1, meter=None, log=said.append)
+    assert [row["ratio"] for row in rounds["each"]] == [1.55, 3.9, 1.88]
+    assert rounds["disturbed"] == [1, 3]
+    assert rounds["median"] == 3.9
+    assert rounds["range"] == [3.9, 3.9]
+    health_phase, vote_phase = rounds["median_round"]
+    assert (health_phase["requests_per_second"], vote_phase["votes_per_second"]) == (2329, 597.3)
+    assert any("[1, 3]" in message for message in said)
+    table = bench_load.rounds_markdown({"rounds": rounds})
+    assert "| 1 (healthz disturbed: left out) |" in table
+    assert "| 2 |" in table
+    assert "**3.90** (3.90 to 3.90)" in table
+
+
 def test_the_vote_study_holds_every_vote_phase_in_its_first_ballot():
     # Hand-worked: two phases of 30 s at up to 1,000 votes/s are 60,000 votes; 990 items at M
     # appearances make 495·M comparisons, so M ≥ 121.2: 122 (even), 60,390 comparisons.
