@@ -4,8 +4,8 @@
 the two ``WITH`` statements of ``collection.voting`` did (the same rows, read and written in the same
 order, the same row of answers), one simple statement at a time, each with a plan of a few nodes that
 the function keeps for its session. A ``WITH`` statement started all of its parts on every run,
-whichever would run: about a hundred plan nodes, and the locks of every relation they name. The
-database's CPU per judgement fell by about a sixth (BENCHMARKS.md, 2026-11-25).
+whichever would run: about a hundred plan nodes for the lease alone. The database's CPU per judgement
+fell by about a sixth (BENCHMARKS.md, 2026-11-25).
 
 The functions are versioned by name: a change is a new function in a new migration (``_v2``), so that a
 process still running the code before it keeps calling the function its code knows. SQLite has no
