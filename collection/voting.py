@@ -192,8 +192,9 @@ def comparison_next_for(
     available comparison (never voted, lease free or expired) whose pair of items they have not judged
     in this study, within their cap for the ballot. Concurrent annotators never receive the same
     comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one call (of the
-    function ``yardstick_lease_v1``, migration 0024) that also ends the leases it replaces, creates the assignment and returns both items' tokens and the
-    annotator's progress; on SQLite the IMMEDIATE transaction serialises the whole lease.
+    function ``yardstick_lease_v1``, migration 0024) that also ends the leases it replaces, creates the
+    assignment and returns both items' tokens and the annotator's progress; on SQLite the IMMEDIATE
+    transaction serialises the whole lease.
 
     With the study's ``check_rate`` (a draw from ``rng``), the lease serves instead a check the annotator
     has not answered (``collection.checks``), if they hold nothing and may still vote in the ballot.
