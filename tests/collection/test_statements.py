@@ -178,7 +178,10 @@ def _plans_of_nested_statements(run) -> list[str]:
     finally:
         raw.remove_notice_handler(keep)
         with connection.cursor() as cursor:
-            cursor.execute("RESET auto_explain.log_min_duration; RESET auto_explain.log_nested_statements;")
+            cursor.execute(
+                "RESET auto_explain.log_min_duration; RESET auto_explain.log_nested_statements;"
+                " RESET auto_explain.log_level"
+            )
     return plans
 
 
