@@ -15,7 +15,9 @@ a round it hits moves that round, not the median), their ratio, and, with ``--pr
 under cProfile for the votes.
 
 The settings are production's where they matter to CPU: ``DEBUG`` off (no query log), the
-middleware stack, the annotator cookie, the throttles (raised, so that they count but never refuse).
+middleware stack, the annotator cookie, the CSRF check with the token in the header (Django's test
+client skips the check unless told; until 2026-11-25 this script let it), the throttles (raised, so
+that they count but never refuse).
 The database is the embedded SQLite in a temporary folder unless ``DATABASE_URL`` names another
 (which must be empty: the script migrates it and builds the demo-sized study).
 """
@@ -72,9 +74,18 @@ def prepare(limits_off: bool = False):
 
     clients, current = [], []
     for number in range(ANNOTATORS):
-        client = Client(REMOTE_ADDR=f"10.0.{number // 250}.{number % 250 + 1}")
+        # As a browser: the CSRF check on (Django's test client turns it off by default), and the
+        # token in the header, as vote.js sends it.
+        client = Client(enforce_csrf_checks=True, REMOTE_ADDR=f"10.0.{number // 250}.{number % 250 + 1}")
         client.get(f"/s/{study.slug}/?participant=bench-{number}")
-        client.post(f"/s/{study.slug}/", {"consent": "yes", "participant": f"bench-{number}"})
+        client.post(
+            f"/s/{study.slug}/",
+            {
+                "consent": "yes",
+                "participant": f"bench-{number}",
+                "csrfmiddlewaretoken": client.cookies["csrftoken"].value,
+            },
+        )
         answer = client.get(f"/api/studies/{study.slug}/next/")
         assert answer.status_code == 200, answer.content
         clients.append(client)
@@ -84,7 +95,12 @@ def prepare(limits_off: bool = False):
         for number in range(count):
             who = number % ANNOTATORS
             body = {"assignment": current[who]["assignment"], "choice": ("left", "right")[number % 3 == 0]}
-            response = clients[who].post("/api/votes/", body, content_type="application/json")
+            response = clients[who].post(
+                "/api/votes/",
+                body,
+                content_type="application/json",
+                headers={"X-CSRFToken": clients[who].cookies["csrftoken"].value},
+            )
             assert response.status_code == 201, response.content
             following = response.json().get("next")
             if following is None:

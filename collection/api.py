@@ -13,7 +13,6 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import MultiPartParser
@@ -53,6 +52,7 @@ from collection.serializers import (
     vote_request_valid,
 )
 from common.api import error_response, get_or_404
+from common.authentication import HeaderTokenAuthentication
 from common.errors import ServiceError
 from common.numbers import percent_done
 from common.parsers import CSVParser
@@ -417,7 +417,7 @@ def study_job_body(job: StudyJob) -> dict:
 # --- annotators ----------------------------------------------------------------------------------
 
 # Session first, so that a request carrying the session cookie always passes the CSRF check.
-ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, TokenAuthentication]
+ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, HeaderTokenAuthentication]
 # JSON only: the annotators' endpoints are called by vote.js and API clients on every judgement, and
 # the browsable API's renderer would only add a negotiation to each of them.
 ANNOTATOR_RENDERERS = [JSONRenderer]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from drf_spectacular.authentication import SessionScheme
 from rest_framework.authentication import CSRFCheck, SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
@@ -57,14 +62,88 @@ class AnnotatorSessionAuthentication(SessionAuthentication):
         return (user, None)
 
     def enforce_csrf(self, request):
-        # The parent's check, with a message that says how to pass it.
-        check = CSRFCheck(lambda _request: None)
+        # The parent's check, with a message that says how to pass it. A request whose body is not a
+        # form has its token in the header only: Django's request is checked, past REST framework's
+        # proxy (which would also parse the body for a token that cannot be in it).
+        if not has_form_body(request):
+            request = request._request
+        check = _csrf_check()
         check.process_request(request)  # reads the CSRF cookie for process_view
         reason = check.process_view(request, None, (), {})
         if reason:
             raise PermissionDenied(
                 f"CSRF failed: {reason} Send the csrftoken cookie's value in the X-CSRFToken header."
             )
+
+
+FORM_MEDIA_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+
+
+def has_form_body(request) -> bool:
+    """Whether the request's body is a form, where Django looks for a CSRF token first."""
+    media_type = request.META.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    return media_type in FORM_MEDIA_TYPES
+
+
+class RememberingCSRFCheck(CSRFCheck):
+    """REST framework's CSRF check, which remembers the pairs of CSRF cookie and header it found
+    matching (at most ``remembered`` of them, the least recently used forgotten first).
+
+    Matching a token to its cookie unmasks it one character at a time, in Python: 40% of the check,
+    on each of an annotator's votes, whose browser sends the same pair every time. Whether a token
+    matches a secret depends on the two strings alone, so a pair found matching matches again. Only
+    pairs from the header are remembered: a form's token (``csrfmiddlewaretoken``) goes first when
+    there is one, so a request with a form body is always checked whole, as is any request when the
+    secret is kept in the session (``CSRF_USE_SESSIONS``). Every other part of the check (the cookie's
+    presence, the origin and referer checks of HTTPS requests) runs on every request.
+    """
+
+    def __init__(self, get_response, remembered: int = 10_000):
+        super().__init__(get_response)
+        self._matched: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._remembered = remembered
+        self._lock = threading.Lock()
+
+    def _check_token(self, request):
+        pair = self._header_pair(request)
+        if pair is not None:
+            with self._lock:
+                if pair in self._matched:
+                    self._matched.move_to_end(pair)
+                    return
+        super()._check_token(request)  # raises RejectRequest when it does not match
+        if pair is not None:
+            with self._lock:
+                self._matched[pair] = None
+                while len(self._matched) > self._remembered:
+                    self._matched.popitem(last=False)
+
+    @staticmethod
+    def _header_pair(request) -> tuple[str, str] | None:
+        """(the CSRF cookie, the header's token) when the header's token is the one checked."""
+        if settings.CSRF_USE_SESSIONS or has_form_body(request):
+            return None
+        cookie = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
+        token = request.META.get(settings.CSRF_HEADER_NAME)
+        return (cookie, token) if cookie and token else None
+
+
+_csrf_checks: list[RememberingCSRFCheck] = []
+
+
+def _csrf_check() -> RememberingCSRFCheck:
+    """One CSRF check per process: it keeps only what it read of the settings (trusted origins) and
+    the pairs it found matching. REST framework makes one per request, which cost a sixth of the
+    vote's authentication (BENCHMARKS.md, issue 9)."""
+    if not _csrf_checks:
+        _csrf_checks.append(RememberingCSRFCheck(lambda _request: None))
+    return _csrf_checks[0]
+
+
+@receiver(setting_changed)
+def _forget_csrf_check(*, setting, **kwargs) -> None:
+    if setting.startswith("CSRF_"):
+        _csrf_checks.clear()
 
 
 class AnnotatorSessionScheme(SessionScheme):

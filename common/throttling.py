@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict, deque
 from types import SimpleNamespace
 
+from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache, caches
 from django.dispatch import receiver
@@ -51,8 +52,28 @@ def cache_failed(what: str) -> None:
 
 
 def client_address(request) -> str:
-    """The client's address: REMOTE_ADDR, or the proxy's X-Forwarded-For behind a trusted proxy."""
-    return BaseThrottle().get_ident(request) or "unknown"
+    """The client's address, as REST framework's throttles identify it (``BaseThrottle.get_ident``):
+    REMOTE_ADDR; behind ``NUM_PROXIES`` trusted proxies, the address in X-Forwarded-For that the
+    outermost of them appended; with ``NUM_PROXIES`` None, the whole X-Forwarded-For when there is one.
+
+    Read from Django's request's ``META``: REST framework reads ``request.headers``, which parses every
+    header of the request, on each of the annotators' requests (tests check that the two agree).
+    """
+    meta = getattr(request, "_request", request).META
+    forwarded = meta.get("HTTP_X_FORWARDED_FOR")
+    remote = meta.get("REMOTE_ADDR")
+    proxies = drf_settings.api_settings.NUM_PROXIES
+    if proxies is None:
+        address = "".join(forwarded.split()) if forwarded else remote
+    elif proxies == 0 or forwarded is None:
+        address = remote
+    else:
+        hops = forwarded.split(",")
+        address = hops[-min(proxies, len(hops))].strip()
+    return address or "unknown"
+
+
+_parsed_rates: dict[str | None, tuple] = {}  # a rate's text: (requests, seconds), parsed once
 
 
 class _ScopedThrottle(SimpleRateThrottle):
@@ -66,6 +87,12 @@ class _ScopedThrottle(SimpleRateThrottle):
 
     def get_rate(self):
         return drf_settings.api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def parse_rate(self, rate):
+        parsed = _parsed_rates.get(rate)
+        if parsed is None:
+            parsed = _parsed_rates[rate] = super().parse_rate(rate)
+        return parsed
 
     def allow_request(self, request, view) -> bool:
         base = getattr(view, "throttle_scope", None)
@@ -100,12 +127,13 @@ class ParticipantThrottle(_ScopedThrottle):
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
             return f"user-{user.pk}"
-        session = getattr(request, "session", None)
+        django_request = getattr(request, "_request", request)  # past REST framework's proxy
+        session = getattr(django_request, "session", None)
         if session is not None and session.session_key:  # the cookie's value: no session row read
             return f"session-{session.session_key}"
-        if key := getattr(request, "annotator_key", None):  # set by collection.identity's middleware
+        if key := getattr(django_request, "annotator_key", None):  # set by collection.identity's middleware
             return f"annotator-{key}"
-        return f"address-{client_address(request)}"
+        return f"address-{client_address(django_request)}"
 
 
 class AddressThrottle(_ScopedThrottle):
@@ -295,11 +323,12 @@ def reset_shared_windows() -> None:
     _shared_windows.reset()
 
 
-def _redis_of_cache():
-    """The cache's ``redis.Redis`` client (``common.cache.RedisCache``), or None for another backend."""
+def _redis_of_cache(backend=None):
+    """The ``redis.Redis`` client of a cache backend (``common.cache.RedisCache``; the default cache's
+    unless given), or None for another backend."""
     from common.cache import RedisCache
 
-    backend = caches["default"]  # ``cache`` is a proxy to it
+    backend = caches["default"] if backend is None else backend  # ``cache`` is a proxy to it
     return backend._cache.get_client(write=True) if isinstance(backend, RedisCache) else None
 
 
@@ -335,9 +364,10 @@ class AnnotatorThrottle(BaseThrottle):
                 checks.append(part)
         if not checks:
             return True
-        client = _redis_of_cache()
+        backend = caches["default"]  # what ``cache`` proxies to, looked up once
+        client = _redis_of_cache(backend)
         if client is not None:  # counted in this process while the cache is down, too
-            return self._check_on_redis(client, checks)
+            return self._check_on_redis(backend, client, checks)
         if not cache_usable():
             return True
         try:
@@ -362,13 +392,11 @@ class AnnotatorThrottle(BaseThrottle):
 
     _scripts: dict[int, object] = {}
 
-    def _check_on_redis(self, client, checks) -> bool:
+    def _check_on_redis(self, backend, client, checks) -> bool:
         """Decided in this process (``_SharedWindows``); the round trip to Redis is the flush's, at
         most once per ``RATE_LIMIT_SHARE_SECONDS``, and not while the cache is down."""
-        from django.conf import settings
-
         now = checks[0].timer()
-        keys = [cache.make_key(f"{part.key}:times") for part in checks]
+        keys = [backend.make_key(f"{part.key}:times") for part in checks]
         answers = _shared_windows.check(
             [(key, part.duration, part.num_requests) for key, part in zip(keys, checks, strict=True)],
             now,

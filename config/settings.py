@@ -265,7 +265,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "common.schema.AutoSchema",  # documents every error status (common/schema.py)
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "common.authentication.HeaderTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "common.pagination.BoundedLimitOffsetPagination",
