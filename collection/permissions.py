@@ -8,6 +8,7 @@ from collections import OrderedDict
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.utils.functional import SimpleLazyObject, empty
 from drf_spectacular.authentication import SessionScheme
 from rest_framework.authentication import CSRFCheck, SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
@@ -54,9 +55,15 @@ class AnnotatorSessionAuthentication(SessionAuthentication):
 
     def authenticate(self, request):
         cookies = request._request.COOKIES
-        if settings.SESSION_COOKIE_NAME in cookies or ANNOTATOR_COOKIE in cookies:
+        has_session = settings.SESSION_COOKIE_NAME in cookies
+        if has_session or ANNOTATOR_COOKIE in cookies:
             self.enforce_csrf(request)
         user = getattr(request._request, "user", None)
+        if not has_session and isinstance(user, SimpleLazyObject) and user._wrapped is empty:
+            # Django's user of a request without a session cookie, not looked up yet: anonymous.
+            # Looking it up opens an empty session and finds the user model, on every annotator's
+            # request (their browsers carry the annotator cookie, not a session).
+            return None
         if user is None or not user.is_active:
             return None
         return (user, None)

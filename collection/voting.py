@@ -729,9 +729,12 @@ def _vote_record(
     )
 
 
+_CHOICES = tuple(Vote.Choice.values)  # Django builds the list anew on each read of ``values``
+
+
 def _require_choice(choice: str) -> None:
-    if choice not in Vote.Choice.values:
-        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+    if choice not in _CHOICES:
+        raise ServiceError(f"choice must be one of {', '.join(_CHOICES)}, got {choice!r}")
 
 
 def _tie_refused(annotator: Annotator, choice: str) -> bool:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 from django.conf import settings
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
+from rest_framework.utils import json
 
 
 class RequestTooLarge(APIException):
@@ -46,10 +45,17 @@ class JSONParser(BoundedBody, parsers.JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         body = self.read_body(stream, parser_context)
+        # What REST framework's parser does, on the bytes already read: decoded with the request's
+        # charset (text encodings only), then parsed whole, without a stream reader around a copy.
+        encoding = parsers.get_encoding(parser_context or {})
         try:
-            return super().parse(io.BytesIO(body), media_type, parser_context)
+            return json.loads(
+                body.decode(encoding), parse_constant=json.strict_constant if self.strict else None
+            )
         except RecursionError:
             raise ParseError("JSON parse error: the body nests arrays or objects too deeply") from None
+        except ValueError as exc:  # and UnicodeDecodeError: REST framework's message for both
+            raise ParseError(f"JSON parse error - {exc}") from None
 
 
 class CSVParser(BoundedBody, parsers.BaseParser):

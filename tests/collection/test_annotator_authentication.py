@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import django.middleware.csrf as django_csrf
 import pytest
+from django.conf import settings as django_settings
 from django.middleware.csrf import _get_new_csrf_string, _mask_cipher_secret
 from django.test import Client, RequestFactory, override_settings
+from django.utils.functional import SimpleLazyObject
 from rest_framework.authtoken.models import Token as ApiToken
+from rest_framework.request import Request
 
 from collection.models import Vote
-from collection.permissions import RememberingCSRFCheck, _csrf_check
+from collection.permissions import AnnotatorSessionAuthentication, RememberingCSRFCheck, _csrf_check
 from collection.voting import annotator_consent, annotator_for
 from tests.collection.test_api import next_of, session_annotator, vote
 from tests.factories import make_study
@@ -158,3 +161,37 @@ def test_an_annotator_who_is_a_user_is_known_by_their_api_token(django_user_mode
     assert Vote.objects.get().annotator.user == user
     assert (wrong_token.status_code, wrong_token.json()) == (403, {"detail": "Invalid token."})
     assert without.status_code == 403
+
+
+def test_without_a_session_cookie_the_user_is_anonymous_without_being_looked_up():
+    def looked_up():
+        raise AssertionError("the user of a request without a session was looked up")
+
+    request = RequestFactory().get("/api/studies/s/next/")
+    request.user = SimpleLazyObject(looked_up)  # as AuthenticationMiddleware leaves it
+
+    assert AnnotatorSessionAuthentication().authenticate(Request(request)) is None
+
+
+@pytest.mark.django_db
+def test_with_a_session_cookie_the_logged_in_user_is_authenticated(django_user_model):
+    user = django_user_model.objects.create_user("annotator-with-session", password="x")
+    request = RequestFactory().get("/api/studies/s/next/")
+    request.COOKIES[django_settings.SESSION_COOKIE_NAME] = "any"
+    request.user = SimpleLazyObject(lambda: user)
+
+    assert AnnotatorSessionAuthentication().authenticate(Request(request)) == (user, None)
+
+
+@pytest.mark.django_db
+def test_an_annotator_who_is_logged_in_is_known_by_their_session(django_user_model):
+    study = make_study()
+    user = django_user_model.objects.create_user("annotator-logged-in", password="x")
+    annotator_consent(annotator=annotator_for(study=study, user=user))
+    client = Client()
+    client.force_login(user)
+
+    answer = client.get(f"/api/studies/{study.slug}/next/")
+
+    assert answer.status_code == 200
+    assert answer.json()["assignment"] > 0
