@@ -72,11 +72,7 @@ class AnnotatorSessionAuthentication(SessionAuthentication):
         # The parent's check, with a message that says how to pass it. A request whose body is not a
         # form has its token in the header only: Django's request is checked, past REST framework's
         # proxy (which would also parse the body for a token that cannot be in it).
-        if not has_form_body(request):
-            request = request._request
-        check = _csrf_check()
-        check.process_request(request)  # reads the CSRF cookie for process_view
-        reason = check.process_view(request, None, (), {})
+        reason = annotator_csrf_refusal(request if has_form_body(request) else request._request)
         if reason:
             raise PermissionDenied(
                 f"CSRF failed: {reason} Send the csrftoken cookie's value in the X-CSRFToken header."
@@ -151,6 +147,13 @@ def _csrf_check() -> RememberingCSRFCheck:
 def _forget_csrf_check(*, setting, **kwargs) -> None:
     if setting.startswith("CSRF_"):
         _csrf_checks.clear()
+
+
+def annotator_csrf_refusal(request) -> str | None:
+    """Why the CSRF check refuses the request (Django's reason), or None when it passes."""
+    check = _csrf_check()
+    check.process_request(request)  # reads the CSRF cookie for process_view
+    return check.process_view(request, None, (), {})
 
 
 class AnnotatorSessionScheme(SessionScheme):

@@ -332,6 +332,11 @@ def _redis_of_cache(backend=None):
     return backend._cache.get_client(write=True) if isinstance(backend, RedisCache) else None
 
 
+# The attribute of Django's request that holds the annotator limits' answer (the waits of the limits
+# that refused it; none: allowed) once decided.
+ANNOTATOR_LIMITS_DECIDED = "_yardstick_annotator_limits"
+
+
 class AnnotatorThrottle(BaseThrottle):
     """``ParticipantThrottle`` and ``AddressThrottle`` of one request, checked together. The limits are
     theirs, and so are the answers: each limit that allows the request records it, as when REST
@@ -350,6 +355,10 @@ class AnnotatorThrottle(BaseThrottle):
         self._waits: list[float] = []
 
     def allow_request(self, request, view) -> bool:
+        decided = getattr(getattr(request, "_request", request), ANNOTATOR_LIMITS_DECIDED, None)
+        if decided is not None:  # this request was counted already: the same answer, not a second count
+            self._waits = list(decided)
+            return not self._waits
         base = getattr(view, "throttle_scope", None)
         if not base:
             return True
@@ -421,6 +430,14 @@ class AnnotatorThrottle(BaseThrottle):
     def wait(self) -> float | None:
         waits = [wait for wait in self._waits if wait is not None]
         return max(waits) if waits else None
+
+    def decide(self, request, view) -> bool:
+        """``allow_request``, its answer kept on Django's request: a later check of the same request
+        (REST framework's, after a view that answers outside its cycle let it through) gives the same
+        answer without counting the request again."""
+        allowed = self.allow_request(request, view)
+        setattr(getattr(request, "_request", request), ANNOTATOR_LIMITS_DECIDED, tuple(self._waits))
+        return allowed
 
 
 ANNOTATOR_THROTTLES = [AnnotatorThrottle]

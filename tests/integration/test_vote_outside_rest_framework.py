@@ -1,0 +1,278 @@
+"""A browser's judgement on PostgreSQL is answered outside REST framework's request cycle
+(``VoteView.judgement_answer``): the same checks, the same limits counted once, the same answers; every
+other request goes through REST framework, before anything is written."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import Client, override_settings
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.authtoken.models import Token as ApiToken
+
+from collection.api import VoteView
+from collection.models import Assignment, Vote
+from collection.voting import annotator_consent, annotator_for
+from tests.factories import make_study
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _postgres(postgres_required):
+    assert connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def ways(monkeypatch) -> list[str]:
+    """Which way each vote request went: "outside" (answered outside REST framework's cycle) or "rest
+    framework" (REST framework's ``post``)."""
+    taken = []
+    outside, post = VoteView.judgement_answer, VoteView.post
+
+    def judgement_answer(self, request):
+        answer = outside(self, request)
+        if answer is not None:
+            taken.append("outside")
+        return answer
+
+    def rest_framework_post(self, request):
+        taken.append("rest framework")
+        return post(self, request)
+
+    monkeypatch.setattr(VoteView, "judgement_answer", judgement_answer)
+    monkeypatch.setattr(VoteView, "post", rest_framework_post)
+    return taken
+
+
+@pytest.fixture
+def vote_limits():
+    """Sets the annotator limits of votes: (per participant, per address), per minute."""
+
+    def set_limits(participant: int, address: int):
+        framework = dict(settings.REST_FRAMEWORK)
+        framework["DEFAULT_THROTTLE_RATES"] = {
+            **framework["DEFAULT_THROTTLE_RATES"],
+            "vote.participant": f"{participant}/min",
+            "vote.address": f"{address}/min",
+        }
+        return override_settings(REST_FRAMEWORK=framework)
+
+    return set_limits
+
+
+def browser() -> Client:
+    return Client(enforce_csrf_checks=True)
+
+
+def join(client: Client, study, participant: str) -> None:
+    """Through the study link, as a crowd platform sends people: the annotator cookie, no session."""
+    entry = reverse("collection:entry", args=[study.slug])
+    client.get(entry, {"participant": participant})
+    token = client.cookies["csrftoken"].value
+    client.post(entry, {"consent": "yes", "participant": participant, "csrfmiddlewaretoken": token})
+    assert settings.SESSION_COOKIE_NAME not in client.cookies
+
+
+def next_assignment(client: Client, study) -> int:
+    answer = client.get(f"/api/studies/{study.slug}/next/")
+    assert answer.status_code == 200, answer.content
+    return answer.json()["assignment"]
+
+
+def send(client: Client, body, *, token: str | None = None, content_type="application/json", **headers):
+    token = client.cookies["csrftoken"].value if token is None else token
+    data = body if isinstance(body, str) else json.dumps(body)
+    return client.post("/api/votes/", data, content_type=content_type, HTTP_X_CSRFTOKEN=token, **headers)
+
+
+def test_a_crowd_that_disagrees_judges_outside_rest_framework_and_each_answer_carries_the_next(ways):
+    study = make_study()
+    crowd = [browser() for _ in range(3)]
+    for number, client in enumerate(crowd):
+        join(client, study, f"p-{number}")
+    held = [next_assignment(client, study) for client in crowd]
+    answers = []
+    for round_number in range(4):
+        for number, client in enumerate(crowd):
+            choice = ("left", "right", "tie" if study.allow_ties else "left")[(number + round_number) % 3]
+            answer = send(client, {"assignment": held[number], "choice": choice, "client_response_ms": 900})
+            answers.append(answer)
+            held[number] = answer.json()["next"]["assignment"]
+
+    assert [answer.status_code for answer in answers] == [201] * 12
+    assert ways == ["outside"] * 12
+    assert Vote.objects.count() == 12
+    first = answers[0]
+    assert first["Content-Type"] == "application/json"
+    assert first["Allow"] == "POST, OPTIONS"
+    assert set(first.json()) == {
+        "vote",
+        "assignment",
+        "choice",
+        "created",
+        "next",
+        "next_reason",
+        "next_retry_after",
+    }
+    assert first.json()["created"] is True and first.json()["next_reason"] == "ok"
+
+
+def test_its_answers_are_rest_frameworks_byte_for_byte(ways, monkeypatch):
+    study = make_study()
+    fast, slow = browser(), browser()
+    join(fast, study, "fast")
+    join(slow, study, "slow")
+    fast_answer = send(fast, {"assignment": next_assignment(fast, study), "choice": "left"})
+    monkeypatch.setattr(VoteView, "judgement_answer", lambda self, request: None)  # REST framework's way only
+    slow_answer = send(slow, {"assignment": next_assignment(slow, study), "choice": "left"})
+
+    assert ways == ["outside", "rest framework"]
+    assert fast_answer.status_code == slow_answer.status_code == 201
+    fast_body, slow_body = fast_answer.json(), slow_answer.json()
+    for body in (fast_body, slow_body):  # what differs between two annotators' judgements
+        (
+            body.pop("vote"),
+            body.pop("assignment"),
+            body["next"].pop("assignment"),
+            body["next"].pop("expires_at"),
+        )
+        body["next"].pop("left"), body["next"].pop("right")
+        progress = body["next"].pop("progress")  # the second judgement sees the first one's vote
+        assert set(progress) >= {"ballot", "votes_in_ballot", "ballot_voted", "ballot_comparisons"}
+    assert fast_body == slow_body
+    assert {k: v for k, v in fast_answer.items() if k not in {"Content-Length", "Set-Cookie"}} == {
+        k: v for k, v in slow_answer.items() if k not in {"Content-Length", "Set-Cookie"}
+    }
+
+
+def test_a_retry_of_a_recorded_vote_is_answered_200_with_the_same_vote(ways):
+    study = make_study()
+    client = browser()
+    join(client, study, "p")
+    assignment = next_assignment(client, study)
+
+    first = send(client, {"assignment": assignment, "choice": "right"})
+    again = send(client, {"assignment": assignment, "choice": "left"})
+
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["vote"] == first.json()["vote"] and again.json()["choice"] == "right"
+    assert ways == ["outside", "outside"]
+    assert Vote.objects.count() == 1
+
+
+def test_a_lapsed_lease_is_refused_with_the_apis_error_body_and_nothing_written(ways):
+    study = make_study()
+    client = browser()
+    join(client, study, "p")
+    assignment = next_assignment(client, study)
+    Assignment.objects.filter(pk=assignment).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    refused = send(client, {"assignment": assignment, "choice": "left"})
+
+    assert refused.status_code == 409
+    assert set(refused.json()) >= {"detail"}
+    assert refused["Allow"] == "POST, OPTIONS"
+    assert ways == ["outside"]
+    assert Vote.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        ("{not json", "application/json", 400),
+        ({"assignment": "1", "choice": "left"}, "application/json", 400),
+        ({"assignment": 1, "choice": "up"}, "application/json", 400),
+        ({"assignment": 1, "choice": "left"}, "application/json; charset=latin-1", None),
+        ("assignment=1&choice=left", "application/x-www-form-urlencoded", 415),
+    ],
+)
+def test_a_body_it_does_not_take_goes_to_rest_framework_which_says_what_is_wrong(
+    ways, body, content_type, status
+):
+    study = make_study()
+    client = browser()
+    join(client, study, "p")
+    assignment = next_assignment(client, study)
+    if isinstance(body, dict) and body["assignment"] == 1:
+        body = {**body, "assignment": assignment}
+
+    answer = send(client, body, content_type=content_type)
+
+    assert "outside" not in ways
+    if status is not None:
+        assert answer.status_code == status
+        assert "detail" in answer.json()
+    else:  # a charset named: REST framework's parser reads it, and the vote counts
+        assert answer.status_code == 201
+
+
+def test_a_forged_csrf_token_is_refused_by_rest_framework_with_nothing_written(ways):
+    study = make_study()
+    client = browser()
+    join(client, study, "p")
+    assignment = next_assignment(client, study)
+
+    forged = send(client, {"assignment": assignment, "choice": "left"}, token="x" * 32)
+
+    assert forged.status_code == 403
+    assert forged.json()["detail"].startswith("CSRF failed:")
+    assert Vote.objects.count() == 0
+
+
+def test_a_token_or_a_session_goes_through_rest_framework(ways, django_user_model):
+    study = make_study()
+    user = django_user_model.objects.create_user("tokened", password="x")
+    annotator_consent(annotator=annotator_for(study=study, user=user))
+    key = ApiToken.objects.create(user=user).key
+    with_token = Client()
+    assignment = with_token.get(f"/api/studies/{study.slug}/next/", HTTP_AUTHORIZATION=f"Token {key}").json()
+    voted = with_token.post(
+        "/api/votes/",
+        {"assignment": assignment["assignment"], "choice": "left"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {key}",
+    )
+
+    assert voted.status_code == 201
+    assert ways == ["rest framework"]
+
+
+def test_an_assignment_none_of_the_cookies_annotators_holds_is_404_counted_once(ways, vote_limits):
+    study = make_study()
+    alice, bob = browser(), browser()
+    join(alice, study, "alice")
+    join(bob, study, "bob")
+    alices = next_assignment(alice, study)
+    next_assignment(bob, study)
+
+    with vote_limits(participant=2, address=1000):
+        answers = [send(bob, {"assignment": alices, "choice": "left"}).status_code for _ in range(3)]
+
+    # Each went outside, found no holder and went on to REST framework, which reused the limits'
+    # answer: counted twice per request, the second would already be 429.
+    assert answers == [404, 404, 429]
+    assert ways == ["rest framework"] * 2  # the third: refused by the limits before REST framework's post
+    assert Vote.objects.count() == 0
+
+
+def test_over_its_limit_a_browser_gets_429_with_retry_after_and_nothing_written(ways, vote_limits):
+    study = make_study()
+    client = browser()
+    join(client, study, "p")
+    with vote_limits(participant=2, address=1000):
+        answers = []
+        for _ in range(3):
+            assignment = next_assignment(client, study)
+            answers.append(send(client, {"assignment": assignment, "choice": "left"}))
+
+    assert [answer.status_code for answer in answers] == [201, 201, 429]
+    assert 1 <= int(answers[2]["Retry-After"]) <= 61
+    assert "detail" in answers[2].json()
+    assert ways == ["outside", "outside"]  # the refused one: REST framework's 429, from the same answer
+    assert Vote.objects.count() == 2
