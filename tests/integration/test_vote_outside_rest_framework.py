@@ -9,15 +9,17 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token as ApiToken
 
+from collection import voting
 from collection.api import VoteView
 from collection.models import Assignment, Vote
 from collection.voting import annotator_consent, annotator_for
+from common.unavailable import DATABASE_RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE
 from tests.factories import make_study
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -276,3 +278,21 @@ def test_over_its_limit_a_browser_gets_429_with_retry_after_and_nothing_written(
     assert "detail" in answers[2].json()
     assert ways == ["outside", "outside"]  # the refused one: REST framework's 429, from the same answer
     assert Vote.objects.count() == 2
+
+
+def test_a_database_that_does_not_answer_while_recording_is_503_with_retry_after(ways, monkeypatch):
+    study = make_study()
+    client = browser()
+    join(client, study, "p")
+    assignment = next_assignment(client, study)
+
+    def lost(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(voting, "vote_record_and_next_by_owner", lost)
+    answer = send(client, {"assignment": assignment, "choice": "left"})
+
+    assert answer.status_code == 503
+    assert answer["Retry-After"] == str(DATABASE_RETRY_AFTER_SECONDS)
+    assert answer.json()["detail"] == UNAVAILABLE_MESSAGE
+    assert Vote.objects.count() == 0
