@@ -572,7 +572,7 @@ class VoteView(AnnotatorEndpoint):
             return None
         try:
             data = vote_request_valid(json.loads(request.body.decode()))
-        except ValueError:  # not JSON, or not UTF-8: REST framework's parser says so
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep: the parser says so
             return None
         if data is None:  # the serializer says what is wrong
             return None

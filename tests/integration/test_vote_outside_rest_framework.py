@@ -188,6 +188,7 @@ def test_a_lapsed_lease_is_refused_with_the_apis_error_body_and_nothing_written(
     ("body", "content_type", "status"),
     [
         ("{not json", "application/json", 400),
+        ("[" * 100_000, "application/json", 400),  # nested deeper than the decoder goes
         ({"assignment": "1", "choice": "left"}, "application/json", 400),
         ({"assignment": 1, "choice": "up"}, "application/json", 400),
         ({"assignment": 1, "choice": "left"}, "application/json; charset=latin-1", None),
