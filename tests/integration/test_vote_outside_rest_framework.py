@@ -8,11 +8,13 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
+from django.conf import settings as django_settings
 from django.db import OperationalError, connection
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token as ApiToken
 
 from collection import voting
@@ -57,7 +59,7 @@ def vote_limits():
     """Sets the annotator limits of votes: (per participant, per address), per minute."""
 
     def set_limits(participant: int, address: int):
-        framework = dict(settings.REST_FRAMEWORK)
+        framework = dict(django_settings.REST_FRAMEWORK)
         framework["DEFAULT_THROTTLE_RATES"] = {
             **framework["DEFAULT_THROTTLE_RATES"],
             "vote.participant": f"{participant}/min",
@@ -78,7 +80,7 @@ def join(client: Client, study, participant: str) -> None:
     client.get(entry, {"participant": participant})
     token = client.cookies["csrftoken"].value
     client.post(entry, {"consent": "yes", "participant": participant, "csrfmiddlewaretoken": token})
-    assert settings.SESSION_COOKIE_NAME not in client.cookies
+    assert django_settings.SESSION_COOKIE_NAME not in client.cookies
 
 
 def next_assignment(client: Client, study) -> int:
@@ -297,3 +299,65 @@ def test_a_database_that_does_not_answer_while_recording_is_503_with_retry_after
     assert answer["Retry-After"] == str(DATABASE_RETRY_AFTER_SECONDS)
     assert answer.json()["detail"] == UNAVAILABLE_MESSAGE
     assert Vote.objects.count() == 0
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def vote_like(held: int):
+    """Bodies shaped like a vote, about the assignment held or not, valid or not."""
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "assignment": st.one_of(
+                st.just(held), st.integers(min_value=-2, max_value=2**63), st.text(max_size=4), st.none()
+            ),
+            "choice": st.sampled_from(["left", "right", "tie", "LEFT", "", "up"]) | st.text(max_size=4),
+            "client_response_ms": st.one_of(
+                st.integers(min_value=-5, max_value=2**40), st.floats(), st.none()
+            ),
+        },
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_whatever_a_browser_sends_the_answer_is_never_5xx_and_only_a_201_writes(
+    data, fuzz_browser, vote_limits
+):
+    client, study = fuzz_browser
+    asked = client.get(f"/api/studies/{study.slug}/next/")
+    held = asked.json()["assignment"] if asked.status_code == 200 else 1
+    body = data.draw(
+        st.one_of(
+            vote_like(held).map(json.dumps),
+            st.just(json.dumps({"assignment": held, "choice": "left"})),
+            st.just(json.dumps({"assignment": held, "choice": "right", "client_response_ms": 1200})),
+            JSON_VALUES.map(lambda value: json.dumps(value, allow_nan=True)),
+            st.binary(max_size=40).map(lambda raw: raw.decode("latin-1")),
+            st.integers(min_value=1, max_value=200_000).map(lambda depth: "[" * depth),  # past the decoder
+        )
+    )
+    votes_before = Vote.objects.count()
+
+    with vote_limits(participant=1_000_000, address=1_000_000):  # the bodies, not the limits
+        answer = send(client, body)
+    event(f"answered {answer.status_code}")
+
+    assert answer.status_code < 500, answer.content
+    assert answer.status_code in (200, 201) or "detail" in answer.json()
+    assert Vote.objects.count() == votes_before + (answer.status_code == 201)
+
+
+@pytest.fixture
+def fuzz_browser():
+    study = make_study(tokens=12)
+    client = browser()
+    join(client, study, "fuzz")
+    return client, study
