@@ -92,8 +92,9 @@ class RememberingCSRFCheck(CSRFCheck):
     """REST framework's CSRF check, which remembers the pairs of CSRF cookie and header it found
     matching (at most ``remembered`` of them, the least recently used forgotten first).
 
-    Matching a token to its cookie unmasks it one character at a time, in Python: 40% of the check,
-    on each of an annotator's votes, whose browser sends the same pair every time. Whether a token
+    Matching a token to its cookie unmasks it one character at a time, in Python: most of the check's
+    50 µs (BENCHMARKS.md, issue 9), on each of an annotator's votes, whose browser sends the same pair
+    every time. Whether a token
     matches a secret depends on the two strings alone, so a pair found matching matches again. Only
     pairs from the header are remembered: a form's token (``csrfmiddlewaretoken``) goes first when
     there is one, so a request with a form body is always checked whole, as is any request when the
@@ -136,8 +137,8 @@ _csrf_checks: list[RememberingCSRFCheck] = []
 
 def _csrf_check() -> RememberingCSRFCheck:
     """One CSRF check per process: it keeps only what it read of the settings (trusted origins) and
-    the pairs it found matching. REST framework makes one per request, which cost a sixth of the
-    vote's authentication (BENCHMARKS.md, issue 9)."""
+    the pairs it found matching (REST framework makes one per request). A change of a ``CSRF_*``
+    setting makes a new one."""
     if not _csrf_checks:
         _csrf_checks.append(RememberingCSRFCheck(lambda _request: None))
     return _csrf_checks[0]
