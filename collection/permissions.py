@@ -13,6 +13,7 @@ from drf_spectacular.authentication import SessionScheme
 from rest_framework.authentication import CSRFCheck, SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
+from rest_framework.request import is_form_media_type
 
 from collection.identity import ANNOTATOR_COOKIE, annotator_from_request
 from collection.models import Annotator, Study
@@ -79,13 +80,9 @@ class AnnotatorSessionAuthentication(SessionAuthentication):
             )
 
 
-FORM_MEDIA_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
-
-
 def has_form_body(request) -> bool:
     """Whether the request's body is a form, where Django looks for a CSRF token first."""
-    media_type = request.META.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
-    return media_type in FORM_MEDIA_TYPES
+    return is_form_media_type(request.META.get("CONTENT_TYPE"))
 
 
 class RememberingCSRFCheck(CSRFCheck):
