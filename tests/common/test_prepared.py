@@ -5,6 +5,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from common.prepared import PreparedStatement
 
@@ -112,3 +114,43 @@ def test_statements_sent_together_see_each_other_and_commit_together_or_not_at_a
         cursor.execute("SELECT n FROM together_probe ORDER BY n")
         assert cursor.fetchall() == [(1,), (2,), (3,)]
         cursor.execute("DROP TABLE together_probe")
+
+
+def test_an_integer_array_is_its_postgresql_text():
+    from common.prepared import integer_array
+
+    assert integer_array([3]) == "{3}"
+    assert integer_array({5: 1, -2: 7}) == "{5,-2}"  # a mapping gives its keys, in order
+    assert integer_array({5: 1, -2: 7}.values()) == "{1,7}"
+    assert integer_array([]) == "{}"
+
+
+@pytest.mark.parametrize("value", ["1", "1}, {2", 1.0, None, b"1"])
+def test_an_integer_array_takes_nothing_but_integers(value):
+    from common.prepared import integer_array
+
+    with pytest.raises(TypeError):
+        integer_array([1, value])
+
+
+# Prepared once per connection: one object for every example (a second PREPARE of the name would fail).
+ECHO_ARRAY = PreparedStatement(
+    "yardstick_test_integer_array", "SELECT %(ids)s, cardinality(%(ids)s)", {"ids": "bigint[]"}
+)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=12))
+def test_a_bigint_parameter_reads_an_integer_array_as_the_list_it_came_from(postgres_required, values):
+    """What the vote's statement receives for the cookie's studies and annotators: the same integers, in
+    the same order, at bigint's bounds too; and the same as psycopg's own binding of the list."""
+    from common.prepared import integer_array
+
+    with connection.cursor() as cursor:
+        ECHO_ARRAY.execute(cursor, {"ids": integer_array(values)})
+        assert cursor.fetchone() == (values, len(values))
+        if values:  # psycopg cannot type an empty list without a cast
+            ECHO_ARRAY.execute(cursor, {"ids": values})
+            assert cursor.fetchone() == (values, len(values))
