@@ -309,7 +309,7 @@ class _SharedWindows:
                 raise
             with self._lock:  # what was sent is in what Redis answered
                 for window, times in zip(windows, answers, strict=True):
-                    window.known = [float(at) for at in times]
+                    window.known = list(map(float, times))
                     window.sending = ()
         finally:
             self._flush_lock.release()
@@ -444,14 +444,25 @@ ANNOTATOR_THROTTLES = [AnnotatorThrottle]
 
 # What makes a history's entries distinct: the host (a token drawn at import), the process and its count
 # of requests. Not a draw per request: that reads the system's random source, a system call that lets
-# the process's other threads take the interpreter on every vote. (With gunicorn's preload the workers
-# of a host share the token and differ by their process ids.)
+# the process's other threads take the interpreter on every vote. Nor the process id read per request:
+# ``os.getpid`` is a system call too (0.7% of a web worker's interpreter time under the vote's load,
+# BENCHMARKS.md, 2026-11-25); it is read at import and again in each child a fork makes. (With
+# gunicorn's preload the workers of a host share the token and differ by their process ids.)
 _HOST = secrets.token_hex(6)
 _requests = itertools.count()
+_process_prefix = f"{_HOST}:{os.getpid()}:"
+
+
+def _process_forked() -> None:
+    global _process_prefix
+    _process_prefix = f"{_HOST}:{os.getpid()}:"
+
+
+os.register_at_fork(after_in_child=_process_forked)
 
 
 def _member() -> str:
-    return f"{_HOST}:{os.getpid()}:{next(_requests)}"
+    return f"{_process_prefix}{next(_requests)}"
 
 
 def page_wait_seconds(request, scope: str, throttles=(AnnotatorThrottle,)) -> int | None:

@@ -9,6 +9,7 @@ test_annotator_limits_redis.py, which insists on Redis) each process decides on 
 shares them through Redis's sorted sets in batches; within one process the answers are the same.
 """
 
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -213,3 +214,28 @@ def test_threads_deciding_while_one_flushes_send_every_allowed_request_once():
     }
     assert all(len(times) <= 30 for key, times in allowed.items() if key.startswith("participant"))
     assert len(allowed["address"]) == 500
+
+
+def test_a_history_entry_names_the_process_that_counted_it_also_in_a_forked_child():
+    """Two processes of one host (gunicorn's workers, forked from one master with the token drawn
+    before the fork) never write the same entry: each entry carries the process id of the one that
+    counted it, read again in a forked child, and its count of requests."""
+    from common import throttling
+
+    parent = [throttling._member() for _ in range(3)]
+    assert len(set(parent)) == 3
+    assert {member.rsplit(":", 1)[0] for member in parent} == {f"{throttling._HOST}:{os.getpid()}"}
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report its first entries, then leave at once (no test teardown)
+        try:
+            os.write(write, " ".join(throttling._member() for _ in range(3)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child_members = pipe.read().split()
+    os.waitpid(child, 0)
+    assert {member.rsplit(":", 1)[0] for member in child_members} == {f"{throttling._HOST}:{child}"}
+    assert not set(child_members) & set(parent)
