@@ -40,11 +40,14 @@ def demo_study(slug: str):
 
 def lease_seconds(study, annotator) -> tuple[float, tuple]:
     """One run of the lease statement (``collection.voting.LEASE_STATEMENT``, prepared) for
-    ``annotator``, rolled back: its seconds and its row."""
+    ``annotator``, rolled back: its seconds and its row. It starts its scan of the open comparisons where
+    the application's would in this process (``collection.lease_start``), and keeps the first open
+    position it reads, as the application does."""
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from collection.voting import LEASE_ALONE, LEASE_STATEMENT
+    from collection.lease_start import lease_start, lease_start_read
+    from collection.voting import LEASE_ALONE, LEASE_FIRST_OPEN, LEASE_STATEMENT
 
     now = timezone.now()
     parameters = {
@@ -54,6 +57,7 @@ def lease_seconds(study, annotator) -> tuple[float, tuple]:
         "expires": now + timedelta(seconds=study.lease_seconds),
         "cap": None,
         "commit_async": False,
+        **lease_start(study.pk),
         **LEASE_ALONE,
     }
     with transaction.atomic(), connection.cursor() as cursor:
@@ -62,4 +66,5 @@ def lease_seconds(study, annotator) -> tuple[float, tuple]:
         row = cursor.fetchone()
         elapsed = time.perf_counter() - started
         transaction.set_rollback(True)
+    lease_start_read(study.pk, row[0], row[LEASE_FIRST_OPEN])
     return elapsed, row

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from collection import checks
 from collection.exclusion import annotator_exclude
+from collection.lease_start import lease_start, lease_start_read
 from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
 from collection.models import (
     BALLOT_COUNTER_PARTS,
@@ -231,13 +232,14 @@ def _lock_annotator(annotator: Annotator) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-# The whole lease, in one call of the PL/pgSQL function ``yardstick_lease_v1`` (migration 0024): the
-# annotator's standing, the lease they hold or its end, a lapsed lease first or else the first open
-# comparison by position (SKIP LOCKED), the new assignment, the two items' tokens, and, when nothing is
-# given, why. The row it answers is the one ``_lease_result`` reads, then "go", then the commit's setting.
+# The whole lease, in one call of the PL/pgSQL function ``yardstick_lease_v2`` (migrations 0024, 0025):
+# the annotator's standing, the lease they hold or its end, a lapsed lease first or else the first open
+# comparison by position from ``open_from`` on (SKIP LOCKED), the new assignment, the two items' tokens,
+# and, when nothing is given, why. The row it answers is the one ``_lease_result`` reads, then "go", then
+# the first open position when the call read it, then the commit's setting.
 _LEASE_SQL = """
-SELECT * FROM yardstick_lease_v1(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
-                                 %(after_vote)s, %(settings_version)s)
+SELECT * FROM yardstick_lease_v2(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
+                                 %(after_vote)s, %(settings_version)s, %(open_ballot)s, %(open_from)s)
 """
 
 LEASE_STATEMENT = PreparedStatement(
@@ -252,6 +254,8 @@ LEASE_STATEMENT = PreparedStatement(
         "commit_async": "boolean",
         "after_vote": "bigint",
         "settings_version": "uuid",
+        "open_ballot": "bigint",
+        "open_from": "integer",
     },
 )
 
@@ -296,21 +300,26 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
     (BEGIN, a lock of the annotator's row, the statement, COMMIT: BENCHMARKS.md, issue 9).
     """
     parameters = _lease_parameters(study=annotator.study, annotator_id=annotator.pk, now=now)
-    return _lease_result(_lease_row(parameters)[:LEASE_COLUMNS], annotator)
+    row = _lease_row(parameters)
+    lease_start_read(annotator.study.pk, row[0], row[LEASE_FIRST_OPEN])
+    return _lease_result(row[:LEASE_COLUMNS], annotator)
 
 
 def _lease_parameters(*, study: Study, annotator_id: int, now: datetime) -> dict:
-    """The parameters of ``LEASE_STATEMENT`` that come from the study's settings."""
+    """The parameters of ``LEASE_STATEMENT`` that come from the study's settings, and where the scan of
+    its open ballot's comparisons starts (``collection.lease_start``)."""
     return {
         "study": study.pk,
         "annotator": annotator_id,
         "now": now,
         "expires": now + timedelta(seconds=study.lease_seconds),
         "cap": study.votes_per_annotator_per_ballot,
+        **lease_start(study.pk),
     }
 
 
-LEASE_COLUMNS = 18  # the row of _LEASE_SQL that _lease_result reads; then "go", then the commit's setting
+LEASE_COLUMNS = 18  # the row of _LEASE_SQL that _lease_result reads; then "go", then the first open position
+LEASE_FIRST_OPEN = LEASE_COLUMNS + 1  # of the statement's row
 
 
 def _lease_result(row: tuple, annotator: Annotator) -> NextResult:
@@ -1241,6 +1250,7 @@ def _judgement_in_one_transaction(
                 vote_row, lease_row = execute_together(cursor, (VOTE_STATEMENT, LEASE_STATEMENT), parameters)
     except IntegrityError:
         return _IN_TWO
+    lease_start_read(study.pk, lease_row[0], lease_row[LEASE_FIRST_OPEN])
     recorded = _recorded_from_vote_row(
         vote_row,
         assignment_id=assignment_id,

@@ -182,6 +182,7 @@ def test_a_lease_of_its_own_commits_asynchronously_and_one_inside_a_transaction_
     with transaction.atomic():  # the statement itself, as a lease of its own runs it
         with connection.cursor() as cursor:
             parameters = {"study": study.pk, "annotator": bob.pk, "now": timezone.now(), "cap": None}
+            parameters |= {"open_ballot": None, "open_from": None}
             parameters["expires"] = parameters["now"] + timedelta(minutes=5)
             voting.LEASE_STATEMENT.execute(cursor, {**parameters, **voting.LEASE_ALONE, "commit_async": True})
             assert cursor.fetchone()[6] is not None  # bob got an assignment
