@@ -193,7 +193,7 @@ def comparison_next_for(
     available comparison (never voted, lease free or expired) whose pair of items they have not judged
     in this study, within their cap for the ballot. Concurrent annotators never receive the same
     comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one call (of the
-    function ``yardstick_lease_v1``, migration 0024) that also ends the leases it replaces, creates the
+    function ``yardstick_lease_v2``, migrations 0024 and 0025) that also ends the leases it replaces, creates the
     assignment and returns both items' tokens and the annotator's progress; on SQLite the IMMEDIATE
     transaction serialises the whole lease.
 

@@ -119,7 +119,7 @@ def test_on_postgresql_a_lease_is_one_statement_and_a_vote_one_statement(postgre
         result = comparison_next_for(annotator=alice)
     sql = [query["sql"].split()[0] for query in queries]
     # Inside the test's transaction the lease runs in a savepoint (in a request, in autocommit: no
-    # BEGIN, no COMMIT). Its call of yardstick_lease_v1 runs prepared (common/prepared.py).
+    # BEGIN, no COMMIT). Its call of yardstick_lease_v2 runs prepared (common/prepared.py).
     assert [word for word in sql if word not in ("SAVEPOINT", "RELEASE")] == ["EXECUTE"]
     assert queries[-1]["sql"].startswith("EXECUTE yardstick_lease(") or any(
         query["sql"].startswith("EXECUTE yardstick_lease(") for query in queries
