@@ -51,9 +51,9 @@ def leased_position(row) -> int | None:
 def test_a_crowd_that_disagrees_is_given_the_first_open_comparison_each_may_judge_from_the_start_read(
     monkeypatch,
 ):
-    """Every judgement's lease after the first starts from the position read, and still gives the
-    annotator the open comparison of lowest position whose pair they have not judged: what a scan from
-    the ballot's start gives."""
+    """The judgements' leases start from the position last read (read again every 6 leases here), and
+    each still gives the annotator the open comparison of lowest position whose pair they have not
+    judged: what a scan from the ballot's start gives."""
     study = make_study(tokens=8, ballot_count=2, appearances=4)  # a first ballot of 56 comparisons
     crowd = annotators(study, 4)
     choose = disagreeing_crowd(study, seed=5)
