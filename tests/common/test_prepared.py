@@ -28,7 +28,89 @@ def test_placeholders_become_numbered_parameters_in_the_order_of_the_types():
     assert statement.prepare_sql.startswith("PREPARE yardstick_test_text(timestamptz, integer, text) AS")
     assert "$1::timestamptz + make_interval(days => $2)" in statement.prepare_sql
     assert "$3 || '!'" in statement.prepare_sql
-    assert statement.execute_sql == "EXECUTE yardstick_test_text(%(day)s, %(count)s, %(word)s)"
+
+
+def test_the_values_are_written_in_as_constants_of_the_declared_types():
+    statement = PreparedStatement("yardstick_test_text", SQL, TYPES)
+    day = datetime(2026, 11, 23, 12, 0, 5, 120, tzinfo=UTC)
+    assert statement.execute_sql({"word": "it's", "count": -3, "day": day}) == (
+        "EXECUTE yardstick_test_text('2026-11-23T12:00:05.000120+00:00', -3, 'it''s')"
+    )
+    assert statement.execute_sql({"word": None, "count": None, "day": None}) == (
+        "EXECUTE yardstick_test_text(NULL, NULL, NULL)"
+    )
+    every = PreparedStatement(
+        "yardstick_test_every",
+        "SELECT %(ids)s, %(flag)s, %(version)s",
+        {"ids": "bigint[]", "flag": "boolean", "version": "uuid"},
+    )
+    version = "F99FB53A-DC3A-4111-9EAA-F12E081AB536"
+    assert every.execute_sql({"ids": {5: 1, -2: 7}.keys(), "flag": False, "version": version}) == (
+        "EXECUTE yardstick_test_every('{5,-2}', false, 'f99fb53a-dc3a-4111-9eaa-f12e081ab536')"
+    )
+
+
+def test_a_type_without_a_constant_here_is_refused_when_the_statement_is_made():
+    with pytest.raises(ValueError, match="numeric"):
+        PreparedStatement("yardstick_test_numeric", "SELECT %(x)s", {"x": "numeric"})
+
+
+EVERY = {
+    "n": "bigint",
+    "ids": "bigint[]",
+    "at": "timestamptz",
+    "flag": "boolean",
+    "version": "uuid",
+    "word": "text",
+}
+GOOD = {
+    "n": 1,
+    "ids": [1],
+    "at": datetime(2026, 1, 1, tzinfo=UTC),
+    "flag": True,
+    "version": None,
+    "word": "x",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("n", "1"),
+        ("n", "1; DROP TABLE collection_vote"),
+        ("n", 1.5),
+        ("n", True),
+        ("n", b"1"),
+        ("ids", "{1}"),
+        ("ids", "1}', '{2"),
+        ("ids", [1, None]),
+        ("ids", [1, "2"]),
+        ("ids", [1, False]),
+        ("at", "2026-01-01"),
+        ("at", datetime(2026, 1, 1)),  # naive: which zone is unknown
+        ("flag", 1),
+        ("flag", "true"),
+        ("version", 12),
+        ("word", b"x"),
+        ("word", 3),
+    ],
+)
+def test_a_value_not_of_its_declared_type_is_refused_before_anything_is_sent(name, value):
+    statement = PreparedStatement(
+        "yardstick_test_refused", "SELECT " + ", ".join(f"%({n})s" for n in EVERY), EVERY
+    )
+    statement.execute_sql(GOOD)
+    with pytest.raises(TypeError):
+        statement.execute_sql({**GOOD, name: value})
+
+
+@pytest.mark.parametrize(("name", "value"), [("version", "1'); DROP TABLE x; --"), ("word", "a\x00b")])
+def test_a_text_that_cannot_be_the_value_is_refused(name, value):
+    statement = PreparedStatement(
+        "yardstick_test_refused", "SELECT " + ", ".join(f"%({n})s" for n in EVERY), EVERY
+    )
+    with pytest.raises(ValueError):
+        statement.execute_sql({**GOOD, name: value})
 
 
 def _prepared_runs(name: str) -> int | None:
@@ -146,11 +228,61 @@ ECHO_ARRAY = PreparedStatement(
 def test_a_bigint_parameter_reads_an_integer_array_as_the_list_it_came_from(postgres_required, values):
     """What the vote's statement receives for the cookie's studies and annotators: the same integers, in
     the same order, at bigint's bounds too; and the same as psycopg's own binding of the list."""
-    from common.prepared import integer_array
-
     with connection.cursor() as cursor:
-        ECHO_ARRAY.execute(cursor, {"ids": integer_array(values)})
+        ECHO_ARRAY.execute(cursor, {"ids": values})
         assert cursor.fetchone() == (values, len(values))
-        if values:  # psycopg cannot type an empty list without a cast
-            ECHO_ARRAY.execute(cursor, {"ids": values})
-            assert cursor.fetchone() == (values, len(values))
+        cursor.execute("SELECT %(ids)s::bigint[], cardinality(%(ids)s::bigint[])", {"ids": values})
+        assert cursor.fetchone() == (values, len(values))
+
+
+ECHO_EVERY = PreparedStatement(
+    "yardstick_test_echo_every",
+    "SELECT %(n)s, %(ids)s, %(at)s, %(flag)s, %(version)s, %(word)s",
+    EVERY,
+)
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    n=st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    ids=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=6),
+    at=st.none()
+    | st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC) | st.timezones()
+    ),
+    flag=st.none() | st.booleans(),
+    version=st.none() | st.uuids(),
+    word=st.none() | _TEXT | st.sampled_from(["it's", "\\", "\\'", "''", "$$", "%s", "%(n)s", "E'\\n'"]),
+)
+def test_the_statement_receives_each_value_as_it_was_given(
+    postgres_required, n, ids, at, flag, version, word
+):
+    """Every type written in as a constant reaches PostgreSQL as the value it was: integers at bigint's
+    bounds, arrays, times in any zone, quotes and backslashes in text; and as psycopg's own binding
+    of the same values gives it."""
+    parameters = {"n": n, "ids": ids, "at": at, "flag": flag, "version": version, "word": word}
+    with connection.cursor() as cursor:
+        ECHO_EVERY.execute(cursor, parameters)
+        received = cursor.fetchone()
+        assert received == (n, ids, at, flag, version, word)
+        types = ", ".join(f"%({name})s::{kind}" for name, kind in EVERY.items())
+        cursor.execute(f"SELECT {types}", parameters)
+        assert cursor.fetchone() == received
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_a_server_without_standard_conforming_strings_is_refused(postgres_required):
+    """With standard_conforming_strings off a backslash in a text constant escapes: refused, not sent."""
+    statement = PreparedStatement("yardstick_test_conforming", "SELECT %(word)s", {"word": "text"})
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SET standard_conforming_strings = off")
+            with pytest.raises(RuntimeError, match="standard_conforming_strings"):
+                statement.execute(cursor, {"word": "\\'; SELECT 1; --"})
+    finally:
+        other.close()
