@@ -1087,7 +1087,7 @@ def cpu_markdown(report: dict) -> str:
 # --- the database's statements (--statements) ---------------------------------------------------
 
 STATEMENT_SETTINGS = {"shared_preload_libraries": "'pg_stat_statements'", "pg_stat_statements.track": "all"}
-STATEMENTS_SHOWN = 12
+STATEMENTS_SHOWN = 30
 
 
 def statements_reset(stack: Stack) -> None:
@@ -1111,20 +1111,27 @@ def statements_read(stack: Stack, votes: int) -> list[dict]:
             [STATEMENTS_SHOWN],
         ).fetchall()
     return [
-        {"calls_per_vote": calls / votes, "ms_per_vote": total / votes, "statement": query[:100]}
+        {"calls_per_vote": calls / votes, "ms_per_vote": total / votes, "statement": query[:140]}
         for calls, total, query in rows
     ]
 
 
 def statements_markdown(report: dict) -> str:
-    rows = report.get("vote", {}).get("statements")
-    if not rows:
-        return ""
-    lines = ["| statement | calls per vote | ms per vote |", "|---|---|---|"]
+    lines = []
+    for phase in ("vote", "vote_wrk"):
+        rows = report.get(phase, {}).get("statements")
+        if rows:
+            lines += [f"| {phase}: statement | calls per vote | ms per vote |", "|---|---|---|"]
+            lines += _statement_rows(rows)
+    return "\n".join(lines)
+
+
+def _statement_rows(rows: list[dict]) -> list[str]:
+    lines = []
     for row in rows:
         text = row["statement"].replace("|", "\\|")
         lines.append(f"| `{text}` | {row['calls_per_vote']:.2f} | {row['ms_per_vote']:.3f} |")
-    return "\n".join(lines)
+    return lines
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -1267,10 +1274,14 @@ def main(argv: list[str] | None = None) -> int:
                 report["vote"]["statements"] = statements_read(stack, report["vote"]["votes"])
             log(f"vote: {report['vote']}")
         if "vote-wrk" in phases and "rounds" not in report:
+            if args.statements:
+                statements_reset(stack)
             report["vote_wrk"] = wrk_vote_phase(
                 stack.base_url, "bench", annotators=VOTE_ANNOTATORS, seconds=args.seconds,
                 prefix="wrk", run_dir=stack.run_dir, meter=meter,
             )  # fmt: skip
+            if args.statements and report["vote_wrk"].get("votes"):
+                report["vote_wrk"]["statements"] = statements_read(stack, report["vote_wrk"]["votes"])
             log(f"vote-wrk: {report['vote_wrk']}")
         if "rounds" in report:
             report["wrk_healthz_per_wrk_vote"] = report["rounds"]["median"]
