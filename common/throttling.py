@@ -156,17 +156,22 @@ class UserThrottle(_ScopedThrottle):
 
 
 # The annotator limits' shared part on Redis, in one script (``_SharedWindows.flush``): for each key, a
-# sorted set of request times, drop the times at or before the window's start, add this process's
-# requests since its last flush, and answer the newest ``limit`` times left: all a process needs to
-# decide as REST framework's sliding window does (the window is full when its limit-th newest time is
-# still in it). ARGV per key: the window's start, its seconds, the limit, the number of requests to add,
+# sorted set of request times, drop the times at or before the window's start and add this process's
+# requests since its last flush. Then the answer: while the window holds fewer than half its limit, only
+# its count and its newest time (a list of two: an integer, then the time's text); from half the limit
+# on, or when the process asks for them, its newest ``limit`` times (a list of texts, oldest first): all
+# a process needs to decide as REST framework's sliding window does (the window is full when its
+# limit-th newest time is still in it). Reading every time back on every flush cost Redis most of its
+# 0.06 ms per vote, and the process as much again (BENCHMARKS.md, 2026-11-25, 11:10). ARGV per key:
+# the window's start, its seconds, the limit, 1 to ask for the times, the number of requests to add,
 # then each request's time and its distinct member.
 _SHARE_WINDOWS_LUA = """
 local at = 1
 local answers = {}
 for index, key in ipairs(KEYS) do
-    local start, seconds, limit, count = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
-    at = at + 4
+    local start, seconds, limit = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
+    local wanted, count = ARGV[at + 3] == '1', tonumber(ARGV[at + 4])
+    at = at + 5
     redis.call('ZREMRANGEBYSCORE', key, '-inf', start)
     for entry = 1, count do
         redis.call('ZADD', key, ARGV[at], ARGV[at + 1])
@@ -175,30 +180,56 @@ for index, key in ipairs(KEYS) do
     if count > 0 then
         redis.call('EXPIRE', key, seconds)
     end
-    local listed = redis.call('ZRANGE', key, -limit, -1, 'WITHSCORES')
-    local times = {}
-    for position = 2, #listed, 2 do
-        times[#times + 1] = listed[position]
+    local held = redis.call('ZCARD', key)
+    if held > 0 and not wanted and 2 * held < limit then
+        answers[index] = {held, redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]}
+    else
+        local listed = redis.call('ZRANGE', key, -limit, -1, 'WITHSCORES')
+        local times = {}
+        for position = 2, #listed, 2 do
+            times[#times + 1] = listed[position]
+        end
+        answers[index] = times
     end
-    answers[index] = times
 end
 return answers
 """
 
+# How long a request that needs a window's times waits for another thread's flush to end.
+_FETCH_WAIT_SECONDS = 2.0
+
 
 class _Window:
-    """One limit's key in this process: the times Redis last answered (every process's, oldest first,
-    at most the limit's newest); this process's requests in a flush's round trip, not yet answered;
-    and its requests since (time, member), not yet sent."""
+    """One limit's key in this process: what Redis last answered, either its times (every process's,
+    oldest first, at most the limit's newest) or, under half the limit, only their count and the newest
+    of them; this process's requests in a flush's round trip, not yet answered; and its requests since
+    (time, member), not yet sent."""
 
-    __slots__ = ("known", "sending", "pending", "seconds", "limit")
+    __slots__ = ("known", "counted", "newest", "sending", "pending", "seconds", "limit")
 
     def __init__(self, seconds: float, limit: int):
         self.known: list[float] = []
+        self.counted = 0  # with ``newest``: Redis answered a count; None: it answered ``known``
+        self.newest = -math.inf
         self.sending: tuple[tuple[float, str], ...] = ()
         self.pending: deque[tuple[float, str]] = deque()
         self.seconds = seconds
         self.limit = limit
+
+    def answered(self, answer: list) -> None:
+        """What the flush's script answered for this key: a count and its newest time, or the times."""
+        if answer and isinstance(answer[0], int):
+            self.known, self.counted, self.newest = [], answer[0], float(answer[1])
+        else:
+            self.known, self.counted = list(map(float, answer)), None
+
+    def counted_in(self, start: float) -> int:
+        """Of what Redis answered, the requests in the window that begins at ``start``. Of a count,
+        which of them have left the window is not known until the newest has: they all count, so
+        that a count is never under the truth (``_SharedWindows.check``)."""
+        if self.counted is None:
+            return len(self.known) - bisect.bisect_right(self.known, start)
+        return self.counted if self.newest > start else 0
 
     def count(self, now: float) -> int:
         """The requests in the window at ``now``; this process's older ones are dropped, oldest first
@@ -208,12 +239,17 @@ class _Window:
         pending = self.pending
         while pending and pending[0][0] <= start:
             pending.popleft()
-        return len(pending) + len(self.sending) + len(self.known) - bisect.bisect_right(self.known, start)
+        return len(pending) + len(self.sending) + self.counted_in(start)
 
     def history(self, now: float) -> list[float]:
-        """The times in the window at ``now``, newest first: REST framework's history, for its wait."""
+        """The times in the window at ``now``, newest first: REST framework's history, for its wait. The
+        requests of a count, whose times are not known, are taken to be as new as the newest of them:
+        a wait that is never too short."""
         start = now - self.seconds
-        known = self.known[bisect.bisect_right(self.known, start) :]
+        if self.counted is None:
+            known = self.known[bisect.bisect_right(self.known, start) :]
+        else:
+            known = [self.newest] * self.counted_in(start)
         return sorted([at for at, _ in (*self.sending, *self.pending)] + known, reverse=True)
 
 
@@ -222,15 +258,22 @@ class _SharedWindows:
 
     Each request is decided here, on the key's times as Redis last answered them plus this process's
     requests since: no round trip. At most every ``RATE_LIMIT_SHARE_SECONDS`` a request that finds the
-    last flush that old sends every key's new requests, and reads back every such key's times, in one
-    script (``_SHARE_WINDOWS_LUA``): one round trip per interval per process, not one per vote. The
-    round trip was 13% of a vote's CPU on the full stack (BENCHMARKS.md, issue 9).
+    last flush that old sends every key's new requests, and reads back what Redis holds for each such
+    key, in one script (``_SHARE_WINDOWS_LUA``): one round trip per interval per process, not one per
+    vote. The round trip was 13% of a vote's CPU on the full stack (BENCHMARKS.md, issue 9).
+
+    Under half its limit a key's answer is its count, not its times. A count cannot say which of its
+    requests have left the window since, so it counts them all until its newest has left: never fewer
+    than the times would. A request that this count would refuse is decided again on the times, read
+    at once (``check`` answers None, the caller flushes with ``wanted``): the decision is the one the
+    times give, and only requests on their way to a refusal pay a round trip.
 
     What it gives up: another process's requests count here from this process's next flush of the key
     after them. A client whose requests reach P processes can so get at most P times the limit through
     in a window where it starts from nothing, and only for requests faster than a flush; within one
     process the count is exact. While Redis does not answer, each process still counts its own
-    (REST framework's throttles stop counting), and it sends them once Redis answers again.
+    (REST framework's throttles stop counting), and it sends them once Redis answers again; a count it
+    had read then decides as it stands (a refusal it cannot check is a refusal).
     """
 
     # The keys kept, least recently used first out: each holds at most its limit's times, so with the
@@ -250,12 +293,16 @@ class _SharedWindows:
             self._changed.clear()
             self._flushed_at = -math.inf
 
-    def check(self, checks, now: float, member: str) -> list[tuple[bool, list[float] | None]]:
+    def check(self, checks, now: float, member: str, *, settle: bool = False):
         """For each check (key, seconds, limit): (allowed, None) or, refused, (False, the window's times
         at ``now``, newest first: at least ``limit`` of them); a check that allows records the request,
-        as each of REST framework's throttles does, whether or not the others allow it."""
-        answers = []
+        as each of REST framework's throttles does, whether or not the others allow it.
+
+        None, with nothing recorded, when a count from Redis (not its times) would refuse one of them:
+        the caller reads those keys' times (``flush`` with ``wanted``) and asks again. ``settle``: decide
+        on what is known (Redis did not answer)."""
         with self._lock:
+            windows = []
             for key, seconds, limit in checks:
                 window = self._windows.get(key)
                 if window is None:
@@ -266,7 +313,13 @@ class _SharedWindows:
                 else:
                     self._windows.move_to_end(key)
                     window.seconds, window.limit = seconds, limit
-                if window.count(now) >= limit:
+                full = window.count(now) >= limit
+                if full and not settle and window.counted and window.counted_in(now - seconds):
+                    return None
+                windows.append((key, window, full))
+            answers = []
+            for key, window, full in windows:
+                if full:
                     answers.append((False, window.history(now)))
                 else:
                     window.pending.append((now, member))
@@ -274,18 +327,29 @@ class _SharedWindows:
                     answers.append((True, None))
         return answers
 
+    def decide(self, checks, now: float, member: str, fetch):
+        """``check``, and where a count would refuse, decided again on the times: ``fetch(keys)`` reads
+        them (``flush`` with ``wanted``); if it could not, what is known decides."""
+        answers = self.check(checks, now, member)
+        if answers is None:
+            fetch(tuple(key for key, _, _ in checks))
+            answers = self.check(checks, now, member, settle=True)
+        return answers
+
     def due(self, interval: float) -> bool:
         return bool(self._changed) and time.monotonic() - self._flushed_at >= interval
 
-    def flush(self, script, now: float) -> None:
-        """Sends the new requests of every changed key and reads back their times: one round trip.
-        Only one thread of the process flushes at a time; the others go on."""
-        if not self._flush_lock.acquire(blocking=False):
+    def flush(self, script, now: float, wanted: tuple[str, ...] = ()) -> None:
+        """Sends the new requests of every changed key and reads back what Redis holds for them: one
+        round trip. Only one thread of the process flushes at a time; the others go on. ``wanted``: keys
+        whose times to read back whatever their count, also unchanged ones; the thread that asks for
+        them waits for another's flush to end (``_FETCH_WAIT_SECONDS`` at most, then it flushes none)."""
+        if not self._flush_lock.acquire(blocking=bool(wanted), timeout=_FETCH_WAIT_SECONDS if wanted else -1):
             return
         try:
             keys, arguments, windows = [], [], []
             with self._lock:
-                for key in self._changed:
+                for key in self._changed.union(wanted):
                     window = self._windows.get(key)
                     if window is None:
                         continue
@@ -293,7 +357,8 @@ class _SharedWindows:
                     fresh = [(at, member) for at, member in window.sending if at > now - window.seconds]
                     keys.append(key)
                     windows.append(window)
-                    arguments += [repr(now - window.seconds), window.seconds, window.limit, len(fresh)]
+                    start = repr(now - window.seconds)
+                    arguments += [start, window.seconds, window.limit, int(key in wanted), len(fresh)]
                     for at, member in fresh:
                         arguments += [repr(at), member]
                 self._changed.clear()
@@ -308,8 +373,8 @@ class _SharedWindows:
                         self._changed.add(key)
                 raise
             with self._lock:  # what was sent is in what Redis answered
-                for window, times in zip(windows, answers, strict=True):
-                    window.known = list(map(float, times))
+                for window, answer in zip(windows, answers, strict=True):
+                    window.answered(answer)
                     window.sending = ()
         finally:
             self._flush_lock.release()
@@ -406,10 +471,19 @@ class AnnotatorThrottle(BaseThrottle):
         most once per ``RATE_LIMIT_SHARE_SECONDS``, and not while the cache is down."""
         now = checks[0].timer()
         keys = [backend.make_key(f"{part.key}:times") for part in checks]
-        answers = _shared_windows.check(
+
+        def fetch(wanted):  # a count would refuse it: the times, read now
+            if cache_usable():
+                try:
+                    _shared_windows.flush(self._script(client), now, wanted=wanted)
+                except Exception:  # the cache's client errors have no common base class
+                    cache_failed("rate limits not shared")
+
+        answers = _shared_windows.decide(
             [(key, part.duration, part.num_requests) for key, part in zip(keys, checks, strict=True)],
             now,
             f"{now!r}:{_member()}",  # two requests at the same time are two entries
+            fetch,
         )
         for part, (allowed, times) in zip(checks, answers, strict=True):
             if not allowed:
@@ -418,14 +492,17 @@ class AnnotatorThrottle(BaseThrottle):
                 # arrived with a flush), where REST framework gives none, it is still the time to wait.
                 self._waits.append(max(0.0, times[part.num_requests - 1] + part.duration - now))
         if cache_usable() and _shared_windows.due(settings.RATE_LIMIT_SHARE_SECONDS):
-            script = self._scripts.get(id(client))
-            if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
-                script = self._scripts.setdefault(id(client), client.register_script(_SHARE_WINDOWS_LUA))
             try:
-                _shared_windows.flush(script, now)
+                _shared_windows.flush(self._script(client), now)
             except Exception:  # the cache's client errors have no common base class
                 cache_failed("rate limits not shared")
         return not self._waits
+
+    def _script(self, client):
+        script = self._scripts.get(id(client))
+        if script is None:  # registered once per client: then EVALSHA, with EVAL if Redis forgot it
+            script = self._scripts.setdefault(id(client), client.register_script(_SHARE_WINDOWS_LUA))
+        return script
 
     def wait(self) -> float | None:
         waits = [wait for wait in self._waits if wait is not None]

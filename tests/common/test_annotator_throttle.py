@@ -18,7 +18,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.test import RequestFactory, override_settings
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -156,20 +156,83 @@ class FakeRedisScript:
         time.sleep(0.002)  # a round trip's wait, in which the process's other threads decide
         answers, at = [], 0
         for key in keys:
-            start, _seconds, limit, count = (
+            start, _seconds, limit, wanted, count = (
                 float(args[at]),
                 args[at + 1],
                 int(args[at + 2]),
-                int(args[at + 3]),
+                args[at + 3] == 1,
+                int(args[at + 4]),
             )
-            at += 4
+            at += 5
             entries = {member: time for member, time in self.sets.get(key, {}).items() if time > start}
             for _ in range(count):
                 entries[args[at + 1]] = float(args[at])
                 at += 2
             self.sets[key] = entries
-            answers.append([repr(time) for time in sorted(entries.values())[-limit:]])
+            times = sorted(entries.values())
+            if times and not wanted and 2 * len(times) < limit:  # under half the limit: the count
+                answers.append([len(times), repr(times[-1])])
+            else:
+                answers.append([repr(time) for time in times[-limit:]])
         return answers
+
+
+class TimesAlwaysScript(FakeRedisScript):
+    """The sharing script as it was before counts: every key's times, on every flush."""
+
+    def __call__(self, keys, args):
+        at, forced = 0, list(args)
+        for _ in keys:
+            forced[at + 3] = 1
+            at += 5 + 2 * int(args[at + 4])
+        return super().__call__(keys, forced)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["p1", "p2"]),
+            st.sampled_from([0.0, 0.5, 2.0, 7.5, 30.0, 59.0]) | st.floats(0, 70),
+            st.integers(0, 5).map(lambda draw: draw == 0),  # a flush after one request in six
+        ),
+        min_size=1,
+        max_size=80,
+    ),
+    limit=st.integers(2, 12),
+)
+def test_a_count_from_redis_decides_as_the_times_would(steps, limit):
+    """One process's requests over two participants (limit in 60 s), with a flush after some of them:
+    deciding on Redis's counts (and on the times, read then, where a count would refuse) gives every
+    request the answer and the wait that deciding on the times of every flush gives; and it reads the
+    times back only for a request that the count would refuse."""
+    counting, timing = _SharedWindows(), _SharedWindows()
+    counts, times = FakeRedisScript(), TimesAlwaysScript()
+    now, fetched, allowed_after_fetch = 1000.0, 0, 0
+    for index, (participant, gap, flush) in enumerate(steps):
+        now += gap
+        checks = [(participant, 60, limit)]
+        calls = counts.calls
+        window = counting._windows.get(participant)
+        stale = window is not None and window.counted and window.counted_in(now - 60)
+        refused_by_count = stale and window.count(now) >= limit
+        by_count = counting.decide(
+            checks, now, f"m{index}", lambda keys, now=now: counting.flush(counts, now, keys)
+        )
+        by_times = timing.decide(
+            checks, now, f"m{index}", lambda keys, now=now: timing.flush(times, now, keys)
+        )
+        allowed, history = by_times[0]
+        assert by_count == [(allowed, history)]
+        assert counts.calls == calls + int(bool(refused_by_count))
+        fetched += counts.calls - calls
+        allowed_after_fetch += counts.calls > calls and allowed
+        if flush:
+            counting.flush(counts, now)
+            timing.flush(times, now)
+    assert counts.sets == times.sets
+    event("a request the count would refuse", fetched > 0)
+    event("one that the times allowed", allowed_after_fetch > 0)
 
 
 def test_the_windows_keep_a_bounded_number_of_keys_and_send_only_those_kept():
@@ -195,7 +258,9 @@ def test_threads_deciding_while_one_flushes_send_every_allowed_request_once():
         for step in range(400):
             now = 1000.0 + step * 0.05
             checks = [(f"participant-{(thread + step) % 4}", 60, 30), ("address", 60, 500)]
-            answers = windows.check(checks, now=now, member=f"{thread}:{step}")
+            answers = windows.decide(
+                checks, now, f"{thread}:{step}", lambda keys, now=now: windows.flush(script, now, wanted=keys)
+            )
             with lock:
                 for (key, _, _), (ok, _) in zip(checks, answers, strict=True):
                     if ok:

@@ -182,3 +182,103 @@ def test_a_window_past_its_limit_still_says_how_long_to_wait(rates, monkeypatch)
     throttle = AnnotatorThrottle()
     assert throttle.allow_request(request_of(3, 1), VIEW) is False
     assert throttle.wait() == 40.0
+
+
+def test_under_half_its_limit_redis_answers_a_count_and_from_half_on_the_times(rates, monkeypatch, settings):
+    # 10 a minute, every request shared as it is decided: after 4 the window holds 4 (under 5: a count
+    # and the newest time); after the 5th, 5 (half: the times).
+    rates("10/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    process = Process()
+    key = cache.make_key("throttle_vote.participant_annotator-p4:times")
+    for step in range(4):
+        at(monkeypatch, 1000.0 + step)
+        assert process.ask(4)[0] is True
+    window = process.windows._windows[key]
+    assert (window.counted, window.newest, window.known) == (4, 1003.0, [])
+    at(monkeypatch, 1004.0)
+    assert process.ask(4)[0] is True
+    assert (window.counted, window.known) == (None, [1000.0, 1001.0, 1002.0, 1003.0, 1004.0])
+
+
+def test_a_count_that_would_refuse_is_decided_again_on_the_times(rates, monkeypatch, settings):
+    # Hand-worked, 10 a minute. Four requests at t = 1000 to 1003, each shared: Redis answers a count of
+    # 4, newest 1003. Then six at 1050 to 1055, not shared (the interval is a minute): 4 + 6.
+    # - At 1061.5 the count says 10, a refusal; but 1000 and 1001 have left the window (1001.5, 1061.5]:
+    #   the times, read then, say 8 (1002, 1003, 1050 to 1055), and the request is allowed, as REST
+    #   framework's window would allow it. One round trip, which also sends the six.
+    # - At 1062 the window (1002, 1062] holds 8 (1002 has left, 1061.5 came), known from the times:
+    #   allowed, no round trip; at 1062.5, 9: allowed.
+    # - At 1062.6 it holds 10 (1003 to 1062.5): refused, no round trip; a place opens when the oldest,
+    #   1003, leaves at 1063: 0.4 s.
+    rates("10/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    process = Process()
+    for step in range(4):
+        at(monkeypatch, 1000.0 + step)
+        assert process.ask(5)[0] is True
+    settings.RATE_LIMIT_SHARE_SECONDS = 60
+    for step in range(6):
+        at(monkeypatch, 1050.0 + step)
+        assert process.ask(5)[0] is True
+    sent = evalsha_calls(monkeypatch)
+    at(monkeypatch, 1061.5)
+    assert process.ask(5) == (True, None)
+    assert len(sent) == 1
+    key = cache.make_key("throttle_vote.participant_annotator-p5:times")
+    assert _redis_of_cache().zcard(key) == 8  # the six went with the times' round trip
+    at(monkeypatch, 1062.0)
+    assert process.ask(5) == (True, None)
+    at(monkeypatch, 1062.5)
+    assert process.ask(5) == (True, None)
+    at(monkeypatch, 1062.6)
+    assert process.ask(5) == (False, pytest.approx(0.4))
+    assert len(sent) == 1
+
+
+def test_a_count_that_the_times_confirm_is_refused_with_the_times_wait(rates, monkeypatch, settings):
+    # Hand-worked, 10 a minute: a count of 4 (1000 to 1003), then six not shared at 1010 to 1015. At
+    # 1016 the count says 10, and the times, read then, say 10 too: refused; a place opens when the
+    # oldest, 1000, leaves at 1060: 44 s.
+    rates("10/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    process = Process()
+    for step in range(4):
+        at(monkeypatch, 1000.0 + step)
+        assert process.ask(6)[0] is True
+    settings.RATE_LIMIT_SHARE_SECONDS = 60
+    for step in range(6):
+        at(monkeypatch, 1010.0 + step)
+        assert process.ask(6)[0] is True
+    sent = evalsha_calls(monkeypatch)
+    at(monkeypatch, 1016.0)
+    assert process.ask(6) == (False, 44.0)
+    assert len(sent) == 1
+
+
+def test_a_count_that_cannot_be_checked_refuses_with_a_wait_never_too_short(rates, monkeypatch, settings):
+    # As above at 1061.5, but Redis does not answer: the count decides (10: refused), and the wait takes
+    # the four counted requests to be as new as the newest, 1003: a place opens at 1063, 1.5 s on. At
+    # 1063.5 the count has left the window with its newest, and the six of this process are in it.
+    rates("10/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    process = Process()
+    for step in range(4):
+        at(monkeypatch, 1000.0 + step)
+        assert process.ask(7)[0] is True
+    settings.RATE_LIMIT_SHARE_SECONDS = 60
+    for step in range(6):
+        at(monkeypatch, 1050.0 + step)
+        assert process.ask(7)[0] is True
+    client = _redis_of_cache()
+    AnnotatorThrottle._scripts.clear()
+
+    def down(*args):
+        raise redis.ConnectionError("Redis is restarting")
+
+    monkeypatch.setattr(client, "evalsha", down)
+    monkeypatch.setattr(throttling, "_cache_down_until", 0.0)  # restored after: the limits' retry time
+    at(monkeypatch, 1061.5)
+    assert process.ask(7) == (False, 1.5)
+    at(monkeypatch, 1063.5)  # the newest counted, 1003, has left: the count with it; 6 of this process's
+    assert process.ask(7) == (True, None)
