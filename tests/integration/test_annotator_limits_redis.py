@@ -201,6 +201,27 @@ def test_under_half_its_limit_redis_answers_a_count_and_from_half_on_the_times(r
     assert (window.counted, window.known) == (None, [1000.0, 1001.0, 1002.0, 1003.0, 1004.0])
 
 
+def counted_four_then_six_unshared(rates, monkeypatch, settings, *, participant: int, after: float):
+    """10 a minute for the participant: four requests at t = 1000 to 1003, each shared as it is decided
+    (Redis answers a count of 4, newest 1003), then six from ``after`` a second apart that stay in the
+    process (the interval is a minute). The process, to ask again."""
+    rates("10/min", None)
+    settings.RATE_LIMIT_SHARE_SECONDS = 0
+    process = Process()
+    for step in range(4):
+        at(monkeypatch, 1000.0 + step)
+        assert process.ask(participant)[0] is True
+    settings.RATE_LIMIT_SHARE_SECONDS = 60
+    for step in range(6):
+        at(monkeypatch, after + step)
+        assert process.ask(participant)[0] is True
+    window = process.windows._windows[
+        cache.make_key(f"throttle_vote.participant_annotator-p{participant}:times")
+    ]
+    assert (window.counted, window.newest) == (4, 1003.0)
+    return process
+
+
 def test_a_count_that_would_refuse_is_decided_again_on_the_times(rates, monkeypatch, settings):
     # Hand-worked, 10 a minute. Four requests at t = 1000 to 1003, each shared: Redis answers a count of
     # 4, newest 1003. Then six at 1050 to 1055, not shared (the interval is a minute): 4 + 6.
@@ -211,16 +232,7 @@ def test_a_count_that_would_refuse_is_decided_again_on_the_times(rates, monkeypa
     #   allowed, no round trip; at 1062.5, 9: allowed.
     # - At 1062.6 it holds 10 (1003 to 1062.5): refused, no round trip; a place opens when the oldest,
     #   1003, leaves at 1063: 0.4 s.
-    rates("10/min", None)
-    settings.RATE_LIMIT_SHARE_SECONDS = 0
-    process = Process()
-    for step in range(4):
-        at(monkeypatch, 1000.0 + step)
-        assert process.ask(5)[0] is True
-    settings.RATE_LIMIT_SHARE_SECONDS = 60
-    for step in range(6):
-        at(monkeypatch, 1050.0 + step)
-        assert process.ask(5)[0] is True
+    process = counted_four_then_six_unshared(rates, monkeypatch, settings, participant=5, after=1050.0)
     sent = evalsha_calls(monkeypatch)
     at(monkeypatch, 1061.5)
     assert process.ask(5) == (True, None)
@@ -240,16 +252,7 @@ def test_a_count_that_the_times_confirm_is_refused_with_the_times_wait(rates, mo
     # Hand-worked, 10 a minute: a count of 4 (1000 to 1003), then six not shared at 1010 to 1015. At
     # 1016 the count says 10, and the times, read then, say 10 too: refused; a place opens when the
     # oldest, 1000, leaves at 1060: 44 s.
-    rates("10/min", None)
-    settings.RATE_LIMIT_SHARE_SECONDS = 0
-    process = Process()
-    for step in range(4):
-        at(monkeypatch, 1000.0 + step)
-        assert process.ask(6)[0] is True
-    settings.RATE_LIMIT_SHARE_SECONDS = 60
-    for step in range(6):
-        at(monkeypatch, 1010.0 + step)
-        assert process.ask(6)[0] is True
+    process = counted_four_then_six_unshared(rates, monkeypatch, settings, participant=6, after=1010.0)
     sent = evalsha_calls(monkeypatch)
     at(monkeypatch, 1016.0)
     assert process.ask(6) == (False, 44.0)
@@ -260,16 +263,7 @@ def test_a_count_that_cannot_be_checked_refuses_with_a_wait_never_too_short(rate
     # As above at 1061.5, but Redis does not answer: the count decides (10: refused), and the wait takes
     # the four counted requests to be as new as the newest, 1003: a place opens at 1063, 1.5 s on. At
     # 1063.5 the count has left the window with its newest, and the six of this process are in it.
-    rates("10/min", None)
-    settings.RATE_LIMIT_SHARE_SECONDS = 0
-    process = Process()
-    for step in range(4):
-        at(monkeypatch, 1000.0 + step)
-        assert process.ask(7)[0] is True
-    settings.RATE_LIMIT_SHARE_SECONDS = 60
-    for step in range(6):
-        at(monkeypatch, 1050.0 + step)
-        assert process.ask(7)[0] is True
+    process = counted_four_then_six_unshared(rates, monkeypatch, settings, participant=7, after=1050.0)
     client = _redis_of_cache()
     AnnotatorThrottle._scripts.clear()
 
