@@ -7,7 +7,7 @@ PostgreSQL plans a statement each time it receives its text. For the lease's ``W
 Django turns psycopg's own automatic preparation off (``prepare_threshold=None``) and binds
 parameters on the client, so a ``PreparedStatement`` prepares itself in SQL: ``PREPARE name(types)
 AS …`` the first time a connection runs it, then ``EXECUTE name(values)``. The values are written into
-the ``EXECUTE`` here, as the constants of their declared types (``literal``), not by psycopg's
+the ``EXECUTE`` here, as the constants of their declared types (``_LITERALS``), not by psycopg's
 client-side binding: its dumpers, looked up per value, cost about 3% of a judgement's work in the web
 process (BENCHMARKS.md, 2026-11-25, 11:10). A prepared statement lives
 as long as its session and is not undone by a rollback; a new connection (a restart of the server, the
