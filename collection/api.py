@@ -593,19 +593,23 @@ class VoteView(AnnotatorEndpoint):
             return self.rendered(request, response)
         if judgement is None:  # none of them holds it: REST framework's way finds out who does
             return None
-        return self.rendered(request, Response(*self.judgement_body(*judgement)))
+        return self.rendered_body(*self.judgement_body(*judgement))
 
     def rendered(self, request, response: Response) -> HttpResponse:
         """``response`` rendered as ``finalize_response`` and REST framework's JSON renderer do it."""
-        answer = HttpResponse(
-            self._renderer.render(response.data, None, {}),
-            status=response.status_code,
-            content_type=self._renderer.media_type,
-        )
+        answer = self.rendered_body(response.data, response.status_code)
         for header, value in response.headers.items():
-            if header.lower() != "content-type":
+            if header.lower() not in ("content-type", "allow"):
                 answer[header] = value
-        answer["Allow"] = ", ".join(self.allowed_methods)
+        return answer
+
+    def rendered_body(self, data, status_code: int) -> HttpResponse:
+        """``data`` answered as ``rendered`` answers a REST framework response with no headers of its own:
+        without building that response first (a judgement's answer has none)."""
+        answer = HttpResponse(
+            self._renderer.render(data, None, {}), status=status_code, content_type=self._renderer.media_type
+        )
+        answer["Allow"] = _VOTE_ALLOW
         return answer
 
     @staticmethod
@@ -680,3 +684,8 @@ class VoteView(AnnotatorEndpoint):
         if annotator is None:
             raise NotFound(f"assignment {assignment_id} is not one of yours")
         return annotator
+
+
+# The Allow header of VoteView's answers, as REST framework's ``finalize_response`` writes it: the view's
+# methods (``allowed_methods``), found once rather than on every judgement.
+_VOTE_ALLOW = ", ".join(method.upper() for method in VoteView.http_method_names if hasattr(VoteView, method))
