@@ -11,7 +11,6 @@ import json
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.db import connection
 from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.decorators import method_decorator
@@ -65,6 +64,7 @@ from collection.serializers import (
 )
 from common.api import error_response, exception_handler, get_or_404
 from common.authentication import HeaderTokenAuthentication
+from common.database import default_vendor
 from common.errors import ServiceError
 from common.numbers import percent_done
 from common.parsers import CSVParser
@@ -558,7 +558,7 @@ class VoteView(AnnotatorEndpoint):
         cookies = request.COOKIES
         if (
             request.method != "POST"
-            or connection.vendor != "postgresql"
+            or default_vendor() != "postgresql"
             or ANNOTATOR_COOKIE not in cookies
             or settings.SESSION_COOKIE_NAME in cookies
             or "HTTP_AUTHORIZATION" in request.META

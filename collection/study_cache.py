@@ -20,7 +20,7 @@ import threading
 import uuid
 from collections import OrderedDict
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 
 from collection.models import Study
 from common.instances import loaded
@@ -33,7 +33,7 @@ _FIELDS = [field.attname for field in Study._meta.concrete_fields]
 
 
 def _instance(values: dict) -> Study:
-    return loaded(Study, connection.alias, values)
+    return loaded(Study, DEFAULT_DB_ALIAS, values)
 
 
 def study_at_version(study_id: int, version: uuid.UUID | str) -> Study | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
 from collection import checks
@@ -36,6 +36,7 @@ from collection.models import (
 )
 from collection.selectors import AnnotatorProgress
 from collection.study_cache import latest_study, study_at_version
+from common.database import default_vendor
 from common.errors import ServiceError
 from common.instances import loaded
 from common.prepared import PreparedStatement, execute_together
@@ -174,7 +175,7 @@ def _assignment(*, annotator: Annotator, **values) -> Assignment:
     """An Assignment of ``annotator`` for a row read by raw SQL ({attname: value}; a quality check's
     only when ``quality_check_id`` is given), without another query."""
     assignment = loaded(
-        Assignment, connection.alias, {"quality_check_id": None, **values, "annotator_id": annotator.pk}
+        Assignment, DEFAULT_DB_ALIAS, {"quality_check_id": None, **values, "annotator_id": annotator.pk}
     )
     assignment.annotator = annotator
     return assignment
@@ -887,7 +888,7 @@ def _recorded_from_vote_row(
     owner_id, study_id, excluded_at, version = row[:4]
     if annotator is None:
         annotator = loaded(
-            Annotator, connection.alias, {"id": owner_id, "study_id": study_id, "excluded_at": excluded_at}
+            Annotator, DEFAULT_DB_ALIAS, {"id": owner_id, "study_id": study_id, "excluded_at": excluded_at}
         )
         if study is None or study.pk != study_id or str(study.settings_version) != str(version):
             study = study_at_version(study_id, version)
@@ -919,7 +920,7 @@ def _recorded_from_vote_row(
             status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired
         )
     values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=owner_id)
-    vote = loaded(Vote, connection.alias, {name: values[name] for name in _VOTE_ATTNAMES})
+    vote = loaded(Vote, DEFAULT_DB_ALIAS, {name: values[name] for name in _VOTE_ATTNAMES})
     vote.annotator = annotator
     complete = recorded >= comparison_count
     if complete:
@@ -1072,7 +1073,7 @@ def _vote_step_by_step(
         "client_response_ms": client_response_ms,
         "created_at": now,
     }
-    vote = loaded(Vote, connection.alias, {name: values[name] for name in _VOTE_ATTNAMES})
+    vote = loaded(Vote, DEFAULT_DB_ALIAS, {name: values[name] for name in _VOTE_ATTNAMES})
     vote.annotator = annotator
     complete = recorded >= comparison_count
     if complete:
@@ -1128,7 +1129,7 @@ def vote_record_and_next_by_owner(
     """``vote_record_and_next`` for whichever of ``owners`` ({study id: annotator id}) holds the
     assignment (``_vote_record_by_owner``); returns (annotator, vote, created, next), or None, with nothing
     written, when none of them holds it or the database is not PostgreSQL."""
-    if connection.vendor != "postgresql" or not owners:
+    if default_vendor() != "postgresql" or not owners:
         return None
     return _judgement(
         owners=owners,
@@ -1161,7 +1162,7 @@ def _judgement(
     if study is None and len(owners) == 1:
         study = latest_study(next(iter(owners)))
     due = None if study is None else checks.check_due(rate=study.check_rate)
-    if due is False and connection.vendor == "postgresql":
+    if due is False and default_vendor() == "postgresql":
         done = _judgement_in_one_transaction(
             owners=owners,
             annotator=annotator,
@@ -1243,10 +1244,11 @@ def _judgement_in_one_transaction(
         "settings_version": study.settings_version,
         "commit_async": False,
     }
+    db = connections[DEFAULT_DB_ALIAS]  # django.db.connection, looked up once (common.database)
     try:
         # Inside a caller's transaction (tests), a savepoint keeps a lost race from ending it.
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            with connection.cursor() as cursor:
+        with transaction.atomic() if db.in_atomic_block else nullcontext():
+            with db.cursor() as cursor:
                 vote_row, lease_row = execute_together(cursor, (VOTE_STATEMENT, LEASE_STATEMENT), parameters)
     except IntegrityError:
         return _IN_TWO
@@ -1269,7 +1271,7 @@ def _judgement_in_one_transaction(
         return recorded.annotator, recorded.vote, recorded.created, result
     result = _lease_result(lease_row[:LEASE_COLUMNS], recorded.annotator)
     _close_if_seen_complete(recorded, result)
-    if recorded.created and not connection.in_atomic_block:  # committed: after the commit
+    if recorded.created and not db.in_atomic_block:  # committed: after the commit
         if result.reason == NextReason.BALLOT_CLOSING:
             # Where the close ran at the commit (eager Celery outside a request), the next ballot is open.
             result = comparison_next_for(annotator=recorded.annotator, now=now, check_due=False)
