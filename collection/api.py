@@ -512,9 +512,9 @@ class ComparisonNextView(AnnotatorEndpoint):
 
 
 def utc_text(value: datetime.datetime) -> str:
-    """An aware time as REST framework's ``DateTimeField`` writes it in UTC (ISO 8601, "Z"): the
-    project's time zone (settings.TIME_ZONE), which nothing activates another in place of. Without the
-    field's lookup of the active time zone (a thread's ``Local``): 1.9 µs against 8.9 µs."""
+    """An aware time as REST framework's ``DateTimeField`` writes it in the project's time zone, UTC
+    (``settings.TIME_ZONE``; nothing activates another): ISO 8601 with "Z". Without the field's lookup
+    of the active time zone (a thread's ``Local``): 1.9 µs against 8.9 µs."""
     return value.astimezone(datetime.UTC).isoformat()[: -len("+00:00")] + "Z"
 
 
