@@ -36,7 +36,7 @@ from collection.models import (
 )
 from collection.selectors import AnnotatorProgress
 from collection.study_cache import latest_study, study_at_version
-from common.database import default_vendor
+from common.database import aware_time, default_vendor, epoch_microseconds_sql
 from common.errors import ServiceError
 from common.instances import loaded
 from common.prepared import PreparedStatement, execute_together
@@ -237,11 +237,15 @@ def _lock_annotator(annotator: Annotator) -> bool:
 # the annotator's standing, the lease they hold or its end, a lapsed lease first or else the first open
 # comparison by position from ``open_from`` on (SKIP LOCKED), the new assignment, the two items' tokens,
 # and, when nothing is given, why. The row it answers is the one ``_lease_result`` reads, then "go", then
-# the first open position when the call read it, then the commit's setting.
+# the first open position when the call read it, then the commit's setting. Its times come as integers
+# (``common.database.epoch_microseconds_sql``): Django's loader of a timestamptz is pure Python.
 _LEASE_SQL = """
-SELECT * FROM yardstick_lease_v2(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
+SELECT o_ballot_id, o_ballot_number, o_comparison_count, o_votes_recorded, o_votes_total, o_votes_in_ballot,
+       o_assignment_id, o_comparison_id, {issued_at}, {expires_at}, o_left_item_id, o_left_a, o_left_b,
+       o_right_item_id, o_right_a, o_right_b, o_only_judged_left, o_excluded, o_go, o_first_open, o_setting
+FROM yardstick_lease_v2(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
                                  %(after_vote)s, %(settings_version)s, %(open_ballot)s, %(open_from)s)
-"""
+""".format(issued_at=epoch_microseconds_sql("o_issued_at"), expires_at=epoch_microseconds_sql("o_expires_at"))
 
 LEASE_STATEMENT = PreparedStatement(
     "yardstick_lease",
@@ -358,8 +362,8 @@ def _lease_result(row: tuple, annotator: Annotator) -> NextResult:
             ballot_id=ballot_id,
             annotator=annotator,
             status=Assignment.Status.ACTIVE,
-            issued_at=issued_at,
-            expires_at=expires_at,
+            issued_at=aware_time(issued_at),
+            expires_at=aware_time(expires_at),
         )
         if comparison_id is None:  # a check they hold: its sides are not in the statement's joins
             return _held_check(assignment, progress)
@@ -759,11 +763,17 @@ TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
 # caller already knows); the comparison is taken by a conditional UPDATE, whose row decides; the vote,
 # the assignment and, last, the ballot's counter follow from that row. The holder's study and exclusion
 # come back with it, so that a vote needs no statement to learn who cast it. No row: none of them holds
-# the assignment.
+# the assignment. Its times come as integers, as the lease's (``_LEASE_SQL``).
 _VOTE_SQL = """
-SELECT * FROM yardstick_vote_v1(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
+SELECT o_annotator_id, o_study_id, {excluded_at}, o_settings_version, o_status, o_ballot_open, o_ballot_number,
+       o_expired, o_ballot_id, o_marked, o_recorded, o_comparison_count, o_quality_check_id, o_id,
+       o_assignment_id, o_comparison_id, o_vote_ballot_id, o_left_item_id, o_right_item_id, o_pair_low,
+       o_pair_high, o_choice, o_response_ms, o_client_response_ms, {created_at}
+FROM yardstick_vote_v1(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
                                 %(client_ms)s, %(parts)s)
-"""
+""".format(
+    excluded_at=epoch_microseconds_sql("o_excluded_at"), created_at=epoch_microseconds_sql("o_created_at")
+)
 _VOTE_FIELDS = [
     "id",
     "assignment_id",
@@ -886,6 +896,7 @@ def _recorded_from_vote_row(
     if row is None:
         return None
     owner_id, study_id, excluded_at, version = row[:4]
+    excluded_at = aware_time(excluded_at)
     if annotator is None:
         annotator = loaded(
             Annotator, DEFAULT_DB_ALIAS, {"id": owner_id, "study_id": study_id, "excluded_at": excluded_at}
@@ -920,6 +931,7 @@ def _recorded_from_vote_row(
             status=status, ballot_open=ballot_open, ballot_number=ballot_number, expired=expired
         )
     values = dict(zip(_VOTE_FIELDS, vote_values, strict=True), annotator_id=owner_id)
+    values["created_at"] = aware_time(values["created_at"])
     vote = loaded(Vote, DEFAULT_DB_ALIAS, {name: values[name] for name in _VOTE_ATTNAMES})
     vote.annotator = annotator
     complete = recorded >= comparison_count

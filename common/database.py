@@ -1,4 +1,5 @@
-"""The default database's vendor, and its connection, looked up once where a request's path needs them.
+"""The default database's vendor, and its connection, looked up once where a request's path needs them;
+and times read from PostgreSQL as integers, where a request's path reads them.
 
 ``django.db.connection`` is a proxy: every attribute read on it looks the thread's connection up in
 ``django.db.connections``, an asgiref ``Local``. A judgement's path read it a dozen times, at about 17,000
@@ -10,6 +11,7 @@ every thread; a function that uses the connection several times looks it up once
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -24,3 +26,29 @@ def default_vendor() -> str:
 @cache
 def _vendor_of(engine: str) -> str:
     return load_backend(engine).DatabaseWrapper.vendor
+
+
+# --- times read as integers ------------------------------------------------------------------------
+# Django's PostgreSQL backend loads every timestamptz through a subclass of psycopg's pure-Python loader
+# (``BaseTzLoader``, which sets the connection's time zone on the value), not through psycopg's compiled
+# one: about 33,000 instructions per value in the web process, 4% of a judgement's work for its three
+# times (``benchmarks/count_vote_instructions.py``, BENCHMARKS.md, 2026-11-25, 16:25). An integer loads
+# in compiled code. So the judgement's statements read their times as whole microseconds since the Unix
+# epoch (``epoch_microseconds_sql``), and ``aware_time`` makes the datetime again.
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_microseconds_sql(expression: str) -> str:
+    """SQL that reads the timestamptz ``expression`` as a bigint: whole microseconds since 1970-01-01
+    00:00 UTC, negative before it, NULL for NULL. Exact: ``EXTRACT`` answers a numeric, not a double,
+    since PostgreSQL 14 (Django 5.2's oldest), and a timestamptz holds whole microseconds."""
+    return f"(EXTRACT(EPOCH FROM {expression}) * 1000000)::bigint"
+
+
+def aware_time(microseconds: int | None) -> datetime | None:
+    """The aware datetime (UTC) of a bigint read by ``epoch_microseconds_sql``: the value Django's
+    loader gives for the same timestamptz, its ``tzinfo`` the same ``datetime.UTC``. None for NULL."""
+    if microseconds is None:
+        return None
+    return _UNIX_EPOCH + timedelta(microseconds=microseconds)

@@ -84,6 +84,37 @@ def test_a_crowd_that_disagrees_votes_a_study_through_in_one_transaction_per_jud
     assert into_the_next_ballot == [first.pk]
 
 
+def test_the_times_a_judgement_answers_are_the_ones_it_stored_to_the_microsecond():
+    # The statements read their times as integers (common.database.aware_time), not through Django's
+    # loader: the same values, with the same time zone, for a new lease, a held one and the vote.
+    study = make_study(tokens=6, ballot_count=1)
+    alice, bob = annotators(study, 2)
+    held = voting.comparison_next_for(annotator=alice).assignment
+    voting.comparison_next_for(annotator=bob)
+    now = timezone.now().replace(microsecond=987_654)
+    if now <= held.issued_at:
+        now += timedelta(seconds=1)
+    vote, created, following = voting.vote_record_and_next(
+        annotator=alice, assignment_id=held.pk, choice="right", now=now
+    )
+    stored_vote = Vote.objects.get(pk=vote.pk)
+    assert created and vote.created_at == stored_vote.created_at == now
+    assert vote.created_at.utcoffset() == timedelta(0)
+    stored = Assignment.objects.get(pk=following.assignment.pk)
+    times = (stored.issued_at, stored.expires_at)
+    assert (
+        (following.assignment.issued_at, following.assignment.expires_at)
+        == times
+        == (now, now + timedelta(seconds=study.lease_seconds))
+    )
+    assert {t.tzinfo for t in (following.assignment.issued_at, following.assignment.expires_at)} == {
+        stored.expires_at.tzinfo
+    }
+    again = voting.comparison_next_for(annotator=alice)  # the lease they hold, as stored
+    assert again.assignment.pk == stored.pk
+    assert (again.assignment.issued_at, again.assignment.expires_at) == times
+
+
 def test_a_refused_vote_leases_nothing():
     study = make_study(tokens=6, ballot_count=1)
     (alice,) = annotators(study, 1)

@@ -1170,6 +1170,13 @@ def parser() -> argparse.ArgumentParser:
     main.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="for web, worker, beat"
     )
+    main.add_argument(
+        "--postgres-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="added to the cluster's postgresql.conf as written (quote strings), e.g. commit_delay=20",
+    )
     main.add_argument("--postgres-port", type=int, default=5514)
     main.add_argument("--redis-port", type=int, default=6314)
     main.add_argument("--web-port", type=int, default=8114)
@@ -1210,7 +1217,10 @@ def main(argv: list[str] | None = None) -> int:
         web_workers=web_workers,
         environment=environment,
         keep=args.keep,
-        postgres_settings=STATEMENT_SETTINGS if args.statements else {},
+        postgres_settings={
+            **(STATEMENT_SETTINGS if args.statements else {}),
+            **dict(item.split("=", 1) for item in args.postgres_setting),
+        },
     )
     signal.signal(signal.SIGALRM, _stop_at_time_limit)
     signal.signal(signal.SIGTERM, _stop_at_time_limit)
@@ -1222,6 +1232,7 @@ def main(argv: list[str] | None = None) -> int:
         "web_workers": web_workers,
         "gunicorn_args": gunicorn_args[1:],
         "environment": {k: v for k, v in environment.items() if k != "GUNICORN_CMD_ARGS"},
+        "postgres_settings": config.postgres_settings,
     }
     stack = Stack(config, log=log)
     meter = lambda: cpu_snapshot(stack)  # noqa: E731
