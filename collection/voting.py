@@ -757,7 +757,7 @@ def _tie_refused(annotator: Annotator, choice: str) -> bool:
 
 TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
 
-# The vote, in one call of the PL/pgSQL function ``yardstick_vote_v1`` (migration 0024): the assignment
+# The vote, in one call of the PL/pgSQL function ``yardstick_vote_v2`` (migrations 0024, 0026): the assignment
 # is locked first (a retry of the same vote waits there, then sees it voted), if it is held by one of the
 # annotators the caller names, each with their study (the signed cookie's pairs, or the one annotator a
 # caller already knows); the comparison is taken by a conditional UPDATE, whose row decides; the vote,
@@ -769,7 +769,7 @@ SELECT o_annotator_id, o_study_id, {excluded_at}, o_settings_version, o_status, 
        o_expired, o_ballot_id, o_marked, o_recorded, o_comparison_count, o_quality_check_id, o_id,
        o_assignment_id, o_comparison_id, o_vote_ballot_id, o_left_item_id, o_right_item_id, o_pair_low,
        o_pair_high, o_choice, o_response_ms, o_client_response_ms, {created_at}
-FROM yardstick_vote_v1(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
+FROM yardstick_vote_v2(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
                                 %(client_ms)s, %(parts)s)
 """.format(
     excluded_at=epoch_microseconds_sql("o_excluded_at"), created_at=epoch_microseconds_sql("o_created_at")

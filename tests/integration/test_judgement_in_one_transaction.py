@@ -115,6 +115,40 @@ def test_the_times_a_judgement_answers_are_the_ones_it_stored_to_the_microsecond
     assert (again.assignment.issued_at, again.assignment.expires_at) == times
 
 
+def test_a_vote_by_owner_counts_only_the_pairs_of_a_study_and_its_own_annotator():
+    # The browser's cookie pairs each study with its annotator there; the vote's statement takes the
+    # assignment only when its annotator is one of them, paired with the annotator's own study.
+    first, second = make_study(tokens=6, ballot_count=1), make_study(tokens=6, ballot_count=1)
+    (one,) = annotators(first, 1)
+    (other,) = annotators(second, 1, prefix="q")
+    mine = voting.comparison_next_for(annotator=one).assignment
+    theirs = voting.comparison_next_for(annotator=other).assignment
+    for owners, assignment in [
+        ({second.pk: other.pk}, mine),  # another annotator's pair
+        ({first.pk: other.pk, second.pk: one.pk}, mine),  # both annotators, each paired with the wrong study
+        ({first.pk: other.pk, second.pk: one.pk}, theirs),
+        ({}, mine),
+    ]:
+        assert (
+            voting.vote_record_and_next_by_owner(owners=owners, assignment_id=assignment.pk, choice="left")
+            is None
+        ), owners
+    assert not Vote.objects.exists()
+    assert set(Assignment.objects.values_list("status", flat=True)) == {"active"}
+    owners = {first.pk: one.pk, second.pk: other.pk}  # the cookie of a browser in both studies
+    for assignment, annotator in [(theirs, other), (mine, one)]:
+        who, vote, created, _next = voting.vote_record_and_next_by_owner(
+            owners=owners, assignment_id=assignment.pk, choice="right"
+        )
+        assert (who.pk, who.study_id, vote.assignment_id, created) == (
+            annotator.pk,
+            annotator.study_id,
+            assignment.pk,
+            True,
+        )
+    assert sorted(Vote.objects.values_list("annotator_id", flat=True)) == sorted([one.pk, other.pk])
+
+
 def test_a_refused_vote_leases_nothing():
     study = make_study(tokens=6, ballot_count=1)
     (alice,) = annotators(study, 1)
