@@ -3,6 +3,7 @@
     createdb -h 127.0.0.1 -U postgres bench_concurrency
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_concurrency python benchmarks/bench_vote_concurrency.py
     ... python benchmarks/bench_vote_concurrency.py --threads 1 4 --judgements 6000
+    ... python benchmarks/bench_vote_concurrency.py --threads 1 --judgements 4000 --held 2000   # a crowd's leases
 
 The database must be empty: the script migrates it and builds the demo-sized study (990 items, a first
 ballot of 9,900 comparisons, no cap). For each number of threads, each thread has its own connection and
@@ -33,6 +34,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 8, 25])
     parser.add_argument("--judgements", type=int, default=2000, help="judgements per thread count, in all")
+    parser.add_argument(
+        "--held",
+        type=int,
+        default=0,
+        help="annotators who each hold a lease of the ballot while the judgements run (a crowd thinking)",
+    )
     args = parser.parse_args()
     django_on_empty_postgres(eager_tasks=True)
 
@@ -53,6 +60,8 @@ def main() -> None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     print(f"machine: {machine()}")
+    if args.held:
+        print(f"{args.held} leases held by other annotators while the judgements run")
     baseline = None
     for threads in args.threads:
         slug = f"concurrency-{threads}"
@@ -60,6 +69,12 @@ def main() -> None:
         study = Study.objects.get(slug=slug)
         Study.objects.filter(pk=study.pk).update(votes_per_annotator_per_ballot=None)
         study.refresh_from_db()
+        for n in range(args.held):  # leases held by others, as a crowd's while its members think
+            holder = voting.annotator_consent(
+                annotator=voting.annotator_for(study=study, participant_id=f"h{n}")
+            )
+            if voting.comparison_next_for(annotator=holder).assignment is None:
+                raise RuntimeError(f"--held {args.held}: the ballot has no comparison left for a holder")
         annotators = [voting.annotator_for(study=study, participant_id=f"t{n}") for n in range(2 * threads)]
         for annotator in annotators:
             voting.annotator_consent(annotator=annotator)
