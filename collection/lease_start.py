@@ -6,7 +6,7 @@ leases go in order of position: a scan from the ballot's start walks past every 
 the last vacuum. At 9,000 of 9,900 comparisons voted that was 37 index pages per lease instead of one
 (migration 0025, BENCHMARKS.md, 2026-11-25).
 
-So ``yardstick_lease_v2`` takes a ballot and a position before which none of its comparisons was open
+So the lease function (``yardstick_lease_v2``, and ``_v3`` since migration 0027) takes a ballot and a position before which none of its comparisons was open
 when last read, and scans from there; called without one for the open ballot, it reads the first open
 position and answers it, to be passed next time. This module keeps those positions: one per study, read
 again every ``LEASES_PER_READ`` leases of the study in this process, and at once after this process

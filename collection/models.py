@@ -831,14 +831,18 @@ class Comparison(models.Model):
 
     class Meta:
         ordering = ["ballot", "position"]
-        # The lease reads the first open comparison, and the first lapsed lease, by position. Partial
-        # indexes of exactly those rows: the planner prefers them at any fill of the ballot, where with
-        # statistics taken at the ballot's opening (every comparison open) it took the (ballot,
-        # position) index and read past every comparison already voted (BENCHMARKS.md, issue 9).
+        # The lease reads the first open comparison by position, and the longest-lapsed lease by
+        # expiry. Partial indexes of exactly those rows: the planner prefers them at any fill of the
+        # ballot, where with statistics taken at the ballot's opening (every comparison open) it took
+        # the (ballot, position) index and read past every comparison already voted; and the lapsed
+        # leases are the start of a ballot's range of the leased ones by expiry, one probe however many
+        # a crowd holds (migration 0027; BENCHMARKS.md, issue 9).
         indexes = [
             models.Index(fields=["ballot", "position"], condition=Q(status="open"), name="comparison_open"),
             models.Index(
-                fields=["ballot", "position"], condition=Q(status="leased"), name="comparison_leased"
+                fields=["ballot", "lease_expires_at", "position"],
+                condition=Q(status="leased"),
+                name="comparison_lapsing",
             ),
         ]
         constraints = [

@@ -194,7 +194,7 @@ def comparison_next_for(
     available comparison (never voted, lease free or expired) whose pair of items they have not judged
     in this study, within their cap for the ballot. Concurrent annotators never receive the same
     comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one call (of the
-    function ``yardstick_lease_v2``, migrations 0024 and 0025) that also ends the leases it replaces, creates the
+    function ``yardstick_lease_v3``, migrations 0024, 0025 and 0027) that also ends the leases it replaces, creates the
     assignment and returns both items' tokens and the annotator's progress; on SQLite the IMMEDIATE
     transaction serialises the whole lease.
 
@@ -233,9 +233,9 @@ def _lock_annotator(annotator: Annotator) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-# The whole lease, in one call of the PL/pgSQL function ``yardstick_lease_v2`` (migrations 0024, 0025):
-# the annotator's standing, the lease they hold or its end, a lapsed lease first or else the first open
-# comparison by position from ``open_from`` on (SKIP LOCKED), the new assignment, the two items' tokens,
+# The whole lease, in one call of the PL/pgSQL function ``yardstick_lease_v3`` (migrations 0024, 0025,
+# 0027): the annotator's standing, the lease they hold or its end, the longest-lapsed lease first or else
+# the first open comparison by position from ``open_from`` on (SKIP LOCKED), the new assignment, the two items' tokens,
 # and, when nothing is given, why. The row it answers is the one ``_lease_result`` reads, then "go", then
 # the first open position when the call read it, then the commit's setting. Its times come as integers
 # (``common.database.epoch_microseconds_sql``): Django's loader of a timestamptz is pure Python.
@@ -243,7 +243,7 @@ _LEASE_SQL = """
 SELECT o_ballot_id, o_ballot_number, o_comparison_count, o_votes_recorded, o_votes_total, o_votes_in_ballot,
        o_assignment_id, o_comparison_id, {issued_at}, {expires_at}, o_left_item_id, o_left_a, o_left_b,
        o_right_item_id, o_right_a, o_right_b, o_only_judged_left, o_excluded, o_go, o_first_open, o_setting
-FROM yardstick_lease_v2(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
+FROM yardstick_lease_v3(%(study)s, %(annotator)s, %(now)s, %(expires)s, %(cap)s, %(commit_async)s,
                                  %(after_vote)s, %(settings_version)s, %(open_ballot)s, %(open_from)s)
 """.format(issued_at=epoch_microseconds_sql("o_issued_at"), expires_at=epoch_microseconds_sql("o_expires_at"))
 
@@ -406,9 +406,10 @@ LEFT JOIN collection_token right_b ON right_b.id = right_item.token_b_id
 """
 
 # The available comparison (never voted, lease free or lapsed) whose pair the annotator has not judged,
-# with both items' tokens: a lapsed lease first, else the first open one by position, as on PostgreSQL
-# (_LEASE_SQL). Open comparisons and lapsed leases are looked up apart, each in the order of its partial
-# index (comparison_open, comparison_leased: ballot, position), so that neither sorts the ballot's rows.
+# with both items' tokens: the longest-lapsed lease first, else the first open one by position, as on
+# PostgreSQL (_LEASE_SQL). Open comparisons and lapsed leases are looked up apart, each in the order of its
+# partial index (comparison_open: ballot, position; comparison_lapsing: ballot, expiry, position), so
+# that neither sorts the ballot's rows.
 _FIRST_AVAILABLE_SQL = """
 SELECT c.id, c.status, c.left_item_id, left_a.text, left_b.text, c.right_item_id, right_a.text, right_b.text
 FROM (
@@ -429,7 +430,7 @@ FROM (
               SELECT 1 FROM collection_vote v
               WHERE v.annotator_id = %(annotator)s AND v.pair_low = c.pair_low AND v.pair_high = c.pair_high
           )
-        ORDER BY c.position LIMIT 1
+        ORDER BY c.lease_expires_at, c.position LIMIT 1
     )
     ORDER BY rank LIMIT 1
 ) first
@@ -757,9 +758,9 @@ def _tie_refused(annotator: Annotator, choice: str) -> bool:
 
 TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
 
-# The vote, in one call of the PL/pgSQL function ``yardstick_vote_v2`` (migrations 0024, 0026): the assignment
-# is locked first (a retry of the same vote waits there, then sees it voted), if it is held by one of the
-# annotators the caller names, each with their study (the signed cookie's pairs, or the one annotator a
+# The vote, in one call of the PL/pgSQL function ``yardstick_vote_v3`` (migrations 0024, 0026, 0027): the
+# assignment is locked first (a retry of the same vote waits there, then sees it voted), if it is held by one
+# of the annotators the caller names, each with their study (the signed cookie's pairs, or the one annotator a
 # caller already knows); the comparison is taken by a conditional UPDATE, whose row decides; the vote,
 # the assignment and, last, the ballot's counter follow from that row. The holder's study and exclusion
 # come back with it, so that a vote needs no statement to learn who cast it. No row: none of them holds
@@ -769,7 +770,7 @@ SELECT o_annotator_id, o_study_id, {excluded_at}, o_settings_version, o_status, 
        o_expired, o_ballot_id, o_marked, o_recorded, o_comparison_count, o_quality_check_id, o_id,
        o_assignment_id, o_comparison_id, o_vote_ballot_id, o_left_item_id, o_right_item_id, o_pair_low,
        o_pair_high, o_choice, o_response_ms, o_client_response_ms, {created_at}
-FROM yardstick_vote_v2(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
+FROM yardstick_vote_v3(%(assignment)s, %(studies)s, %(annotators)s, %(now)s, %(choice)s,
                                 %(client_ms)s, %(parts)s)
 """.format(
     excluded_at=epoch_microseconds_sql("o_excluded_at"), created_at=epoch_microseconds_sql("o_created_at")

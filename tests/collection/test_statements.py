@@ -8,6 +8,7 @@ lease it takes over), and the vote BEGIN, four conditional writes and COMMIT. On
 the identity's read (the assignment's owner).
 """
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -157,9 +158,9 @@ def test_on_postgresql_the_tables_of_every_judgement_are_vacuumed_after_one_perc
     )
 
 
-def _plans_of_nested_statements(run) -> list[str]:
+def _plans_of_nested_statements(run, *, buffers: bool = False) -> list[str]:
     """The plans of the statements that ``run()`` runs, those inside functions too (auto_explain, sent
-    to this connection as notices)."""
+    to this connection as notices); with ``buffers``, as run, with the buffers each node read."""
     plans: list[str] = []
     raw = connection.connection  # psycopg's, under Django's wrapper
 
@@ -173,6 +174,8 @@ def _plans_of_nested_statements(run) -> list[str]:
             "SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;"
             " SET auto_explain.log_level = notice"
         )
+        if buffers:
+            cursor.execute("SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on")
     try:
         run()
     finally:
@@ -180,7 +183,7 @@ def _plans_of_nested_statements(run) -> list[str]:
         with connection.cursor() as cursor:
             cursor.execute(
                 "RESET auto_explain.log_min_duration; RESET auto_explain.log_nested_statements;"
-                " RESET auto_explain.log_level"
+                " RESET auto_explain.log_level; RESET auto_explain.log_analyze; RESET auto_explain.log_buffers"
             )
     return plans
 
@@ -211,8 +214,51 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
     for plan in open_scans:
         assert "using comparison_open on collection_comparison" in plan
     for plan in lapsed_scans:
-        assert "using comparison_leased on collection_comparison" in plan, plan
+        assert "using comparison_lapsing on collection_comparison" in plan, plan
     assert not any("comparison_position_unique" in plan for plan in plans)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("plans", ["force_custom_plan", "force_generic_plan"])
+def test_on_postgresql_a_lease_looks_for_a_lapsed_lease_in_one_probe_however_many_a_crowd_holds(
+    postgres_required, plans
+):
+    # A crowd holds 300 leases, none lapsed. Before migration 0027 the look-up of a lapsed lease read
+    # every leased comparison in position order and checked its expiry (193 buffers per lease with 2,000
+    # held, BENCHMARKS.md, 2026-11-25, 16:25); by expiry the lapsed ones are the start of the ballot's
+    # range, and with none lapsed the index's first entry says so. In the plans made from each call's
+    # values and in the generic one alike; then a lease that lapsed is still found by the same probe.
+    study = make_study(tokens=45, appearances=20, votes_per_annotator_per_ballot=None)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE collection_comparison")  # the ballot's opening: nothing leased
+    crowd = annotators(study, 300, prefix="crowd")
+    now = timezone.now()
+    for annotator in crowd:
+        assert comparison_next_for(annotator=annotator, now=now).assignment is not None
+    newcomers = annotators(study, 8, prefix="new")
+
+    def lease_each():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET plan_cache_mode = {plans}")
+        try:
+            for annotator in newcomers:
+                assert comparison_next_for(annotator=annotator, now=now).assignment is not None
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET plan_cache_mode")
+
+    plans_run = _plans_of_nested_statements(lease_each, buffers=True)
+    lapsed_scans = [plan for plan in plans_run if "lease_expires_at < p_now" in plan and "FOR UPDATE" in plan]
+    assert len(lapsed_scans) == len(newcomers)
+    for plan in lapsed_scans:
+        assert "using comparison_lapsing on collection_comparison" in plan, plan
+        read = [int(hits) for hits in re.findall(r"Buffers: shared hit=(\d+)", plan)]
+        assert read and max(read) <= 6, plan  # the index's root and a leaf (and a heap page): not 300
+    # One lease of the crowd lapses: the next newcomer takes it over, by the same probe.
+    lapsed = Assignment.objects.filter(annotator=crowd[150], status=Assignment.Status.ACTIVE).get()
+    Comparison.objects.filter(pk=lapsed.comparison_id).update(lease_expires_at=now - timedelta(seconds=1))
+    (late,) = annotators(study, 1, prefix="late")
+    assert comparison_next_for(annotator=late, now=now).assignment.comparison_id == lapsed.comparison_id
 
 
 @pytest.mark.integration

@@ -189,3 +189,27 @@ def test_a_lapsed_lease_is_given_before_any_open_comparison_on_either_database()
     assert result.assignment.comparison_id == second.pk  # Bob's lapsed lease, not the open position 0
     assert Comparison.objects.get(pk=first.pk).status == Comparison.Status.OPEN
     assert ballot.comparisons.filter(status=Comparison.Status.LEASED).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_longest_lapsed_lease_is_given_first_and_equal_expiries_by_position_on_either_database():
+    # Of the leases that lapsed, the one that lapsed longest ago is given first, whatever its position;
+    # two that lapsed at the same instant go by position. PostgreSQL's function and SQLite's steps read
+    # them in that order from the index of leased comparisons by expiry (migration 0027).
+    study = make_study(tokens=8, votes_per_annotator_per_ballot=None)
+    holders = annotators(study, 4, prefix="holder")
+    takers = annotators(study, 4, prefix="taker")
+    start = timezone.now()
+    # Positions 0 to 3, leased 30 s, 10 s, 0 s and 10 s after the start: they lapse in the order 2, then
+    # 1 and 3 at the same instant, then 0.
+    offsets = [30, 10, 0, 10]
+    held = [
+        comparison_next_for(annotator=holder, now=start + timedelta(seconds=offset)).assignment.comparison
+        for holder, offset in zip(holders, offsets, strict=True)
+    ]
+    assert [comparison.position for comparison in held] == [0, 1, 2, 3]
+    later = start + timedelta(seconds=study.lease_seconds + 60)  # all four lapsed
+    given = [comparison_next_for(annotator=taker, now=later).assignment.comparison_id for taker in takers]
+    assert given == [held[2].pk, held[1].pk, held[3].pk, held[0].pk]
+    assert not Assignment.objects.filter(annotator__in=holders, status=Assignment.Status.ACTIVE).exists()
+    assert set(Assignment.objects.filter(annotator__in=takers).values_list("status", flat=True)) == {"active"}
