@@ -71,43 +71,42 @@ _LAPSED_NOT_JUDGED_AFTER = _LAPSED_NOT_JUDGED_BEFORE.replace(
 )
 
 
-def _v3(v2: str) -> str:
-    """v2's text with its name and its look-ups of lapsed leases changed. Each replaced text must be
-    found exactly once, so that a v2 other than the one read here fails loudly."""
-    replacements = [
+def _replaced(text: str, name: str, replacements: list[tuple[str, str]]) -> str:
+    """``text`` (the function ``name``'s) with each replacement made. Each replaced text must be found
+    exactly once, so that a text other than the one read here fails loudly."""
+    for old, new in replacements:
+        if text.count(old) != 1:
+            raise ValueError(f"{name} does not hold {old!r} exactly once")
+        text = text.replace(old, new)
+    return text
+
+
+# v2's text with its name and its look-ups of lapsed leases changed.
+LEASE_FUNCTION = _replaced(
+    _V2.LEASE_FUNCTION,
+    "yardstick_lease_v2",
+    [
         ("CREATE OR REPLACE FUNCTION yardstick_lease_v2(", "CREATE OR REPLACE FUNCTION yardstick_lease_v3("),
         (_COMMENT_BEFORE, _COMMENT_AFTER),
         (_TAKE_LAPSED_BEFORE, _TAKE_LAPSED_AFTER),
         (_ANY_LAPSED_BEFORE, _ANY_LAPSED_AFTER),
         (_LAPSED_NOT_JUDGED_BEFORE, _LAPSED_NOT_JUDGED_AFTER),
-    ]
-    for old, new in replacements:
-        if v2.count(old) != 1:
-            raise ValueError(f"yardstick_lease_v2 does not hold {old!r} exactly once")
-        v2 = v2.replace(old, new)
-    return v2
-
-
-LEASE_FUNCTION = _v3(_V2.LEASE_FUNCTION)
+    ],
+)
 
 _STUDY_INDEXED = "\n       AND an.study_id = p_studies[array_position(p_annotators, a.annotator_id)]\n"
 # ``an.study_id + 0`` is the study, but no index of the study can answer a condition on it.
 _STUDY_NOT_INDEXED = "\n       AND an.study_id + 0 = p_studies[array_position(p_annotators, a.annotator_id)]\n"
 
-
-def _vote_v3(v2: str) -> str:
-    """The vote's v2 text with its name and its owner's study changed, each found exactly once."""
-    for old, new in [
+# The vote's v2 text with its name and its owner's study changed.
+VOTE_FUNCTION = _replaced(
+    _VOTE_V2.VOTE_FUNCTION,
+    "yardstick_vote_v2",
+    [
         ("CREATE OR REPLACE FUNCTION yardstick_vote_v2(", "CREATE OR REPLACE FUNCTION yardstick_vote_v3("),
         (_STUDY_INDEXED, _STUDY_NOT_INDEXED),
-    ]:
-        if v2.count(old) != 1:
-            raise ValueError(f"yardstick_vote_v2 does not hold {old!r} exactly once")
-        v2 = v2.replace(old, new)
-    return v2
-
-
-VOTE_FUNCTION = _vote_v3(_VOTE_V2.VOTE_FUNCTION)
+    ],
+)
 
 DROP = """
 DROP FUNCTION IF EXISTS yardstick_lease_v3(
