@@ -52,3 +52,21 @@ def aware_time(microseconds: int | None) -> datetime | None:
     if microseconds is None:
         return None
     return _UNIX_EPOCH + timedelta(microseconds=microseconds)
+
+
+def on_postgresql_only(statements: list[str], reverse: str):
+    """A migration's step that runs ``statements`` in turn on PostgreSQL (``reverse`` when the migration
+    is unapplied) and nothing on another database: the judgement's PL/pgSQL functions, which the
+    embedded default's SQLite does without (``collection.voting`` takes its steps there)."""
+    from django.db import migrations
+
+    def forward(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for statement in statements:
+                schema_editor.execute(statement)
+
+    def backward(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(reverse)
+
+    return migrations.RunPython(forward, backward)

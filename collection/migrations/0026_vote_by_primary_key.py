@@ -33,6 +33,8 @@ import importlib
 
 from django.db import migrations
 
+from common.database import on_postgresql_only
+
 _V1 = importlib.import_module("collection.migrations.0024_judgement_functions")
 
 _TAKEN_BY_STATUS = "WHERE c.id = t.comparison_id AND c.status = 'leased'"
@@ -75,21 +77,11 @@ DROP FUNCTION IF EXISTS yardstick_vote_v2(bigint, bigint[], bigint[], timestampt
 """
 
 
-def create_function(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(VOTE_FUNCTION)
-
-
-def drop_function(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("collection", "0025_lease_open_from"),
     ]
 
     operations = [
-        migrations.RunPython(create_function, drop_function),
+        on_postgresql_only([VOTE_FUNCTION], reverse=DROP),
     ]

@@ -31,6 +31,8 @@ import importlib
 
 from django.db import migrations, models
 
+from common.database import on_postgresql_only
+
 _V2 = importlib.import_module("collection.migrations.0025_lease_open_from")
 _VOTE_V2 = importlib.import_module("collection.migrations.0026_vote_by_primary_key")
 
@@ -115,17 +117,6 @@ DROP FUNCTION IF EXISTS yardstick_vote_v3(bigint, bigint[], bigint[], timestampt
 """
 
 
-def create_function(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(LEASE_FUNCTION)
-        schema_editor.execute(VOTE_FUNCTION)
-
-
-def drop_function(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("collection", "0026_vote_by_primary_key"),
@@ -141,5 +132,5 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RemoveIndex(model_name="comparison", name="comparison_leased"),
-        migrations.RunPython(create_function, drop_function),
+        on_postgresql_only([LEASE_FUNCTION, VOTE_FUNCTION], reverse=DROP),
     ]
