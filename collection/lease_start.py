@@ -6,14 +6,15 @@ leases go in order of position: a scan from the ballot's start walks past every 
 the last vacuum. At 9,000 of 9,900 comparisons voted that was 37 index pages per lease instead of one
 (migration 0025, BENCHMARKS.md, 2026-11-25).
 
-So the lease function (``yardstick_lease_v2``, and ``_v3`` since migration 0027) takes a ballot and a position before which none of its comparisons was open
-when last read, and scans from there; called without one for the open ballot, it reads the first open
-position and answers it, to be passed next time. This module keeps those positions: one per study, read
-again every ``LEASES_PER_READ`` leases of the study in this process, and at once after this process
-opens comparisons again (``lease_start_forget``: a lapsed lease returned, an excluded annotator's lease
-released or votes set aside). A comparison that another process opens again before the position waits
-at most that many of this process's leases, or until a lease from the position finds nothing, which
-then scans the whole ballot: no comparison is left out, and the order of the others is unchanged.
+So the lease function (``yardstick_lease_v2``, and ``_v3`` since migration 0027) takes a ballot and a
+position before which none of its comparisons was open when last read, and scans from there; called
+without one for the open ballot, it reads the first open position and answers it, to be passed next time.
+This module keeps those positions: one per study, read again every ``LEASES_PER_READ`` leases of the study
+in this process, and at once after this process opens comparisons again (``lease_start_forget``: a lapsed
+lease returned, an excluded annotator's lease released or votes set aside). A comparison that another
+process opens again before the position waits at most that many of this process's leases, or until a lease
+from the position finds nothing, which then scans the whole ballot: no comparison is left out, and the
+order of the others is unchanged.
 """
 
 from __future__ import annotations

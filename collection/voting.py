@@ -194,9 +194,9 @@ def comparison_next_for(
     available comparison (never voted, lease free or expired) whose pair of items they have not judged
     in this study, within their cap for the ballot. Concurrent annotators never receive the same
     comparison: on PostgreSQL the row is taken with ``FOR UPDATE SKIP LOCKED``, in one call (of the
-    function ``yardstick_lease_v3``, migrations 0024, 0025 and 0027) that also ends the leases it replaces, creates the
-    assignment and returns both items' tokens and the annotator's progress; on SQLite the IMMEDIATE
-    transaction serialises the whole lease.
+    function ``yardstick_lease_v3``, migrations 0024, 0025 and 0027) that also ends the leases it
+    replaces, creates the assignment and returns both items' tokens and the annotator's progress; on
+    SQLite the IMMEDIATE transaction serialises the whole lease.
 
     With the study's ``check_rate`` (a draw from ``rng``), the lease serves instead a check the annotator
     has not answered (``collection.checks``), if they hold nothing and may still vote in the ballot.
@@ -235,10 +235,11 @@ def _lock_annotator(annotator: Annotator) -> bool:
 
 # The whole lease, in one call of the PL/pgSQL function ``yardstick_lease_v3`` (migrations 0024, 0025,
 # 0027): the annotator's standing, the lease they hold or its end, the longest-lapsed lease first or else
-# the first open comparison by position from ``open_from`` on (SKIP LOCKED), the new assignment, the two items' tokens,
-# and, when nothing is given, why. The row it answers is the one ``_lease_result`` reads, then "go", then
-# the first open position when the call read it, then the commit's setting. Its times come as integers
-# (``common.database.epoch_microseconds_sql``): Django's loader of a timestamptz is pure Python.
+# the first open comparison by position from ``open_from`` on (SKIP LOCKED), the new assignment, the two
+# items' tokens, and, when nothing is given, why. The row it answers is the one ``_lease_result`` reads,
+# then "go", then the first open position when the call read it, then the commit's setting. Its times come
+# as integers (``common.database.epoch_microseconds_sql``): Django's loader of a timestamptz is pure
+# Python.
 _LEASE_SQL = """
 SELECT o_ballot_id, o_ballot_number, o_comparison_count, o_votes_recorded, o_votes_total, o_votes_in_ballot,
        o_assignment_id, o_comparison_id, {issued_at}, {expires_at}, o_left_item_id, o_left_a, o_left_b,

@@ -6,7 +6,8 @@ and times read from PostgreSQL as integers, where a request's path reads them.
 instructions a read in the web process (``benchmarks/count_vote_instructions.py``, BENCHMARKS.md,
 2026-11-25). ``default_vendor`` reads the vendor from the settings, which name the same backend for
 every thread; a function that uses the connection several times looks it up once
-(``connections[DEFAULT_DB_ALIAS]``) and keeps it for the call.
+(``connections[DEFAULT_DB_ALIAS]``) and keeps it for the call. Also the migrations' step for SQL that
+only PostgreSQL runs (``on_postgresql_only``).
 """
 
 from __future__ import annotations

@@ -54,7 +54,9 @@ _TAKE_LAPSED_BEFORE = """
                FOR UPDATE OF c SKIP LOCKED;
             IF FOUND THEN  -- the lapsed lease's assignment ends
 """
-_TAKE_LAPSED_AFTER = _TAKE_LAPSED_BEFORE.replace("ORDER BY c.position", "ORDER BY c.lease_expires_at, c.position")
+_TAKE_LAPSED_AFTER = _TAKE_LAPSED_BEFORE.replace(
+    "ORDER BY c.position", "ORDER BY c.lease_expires_at, c.position"
+)
 
 _ANY_LAPSED_BEFORE = """
                    AND other.lease_expires_at < p_now
@@ -98,7 +100,9 @@ LEASE_FUNCTION = _replaced(
 
 _STUDY_INDEXED = "\n       AND an.study_id = p_studies[array_position(p_annotators, a.annotator_id)]\n"
 # ``an.study_id + 0`` is the study, but no index of the study can answer a condition on it.
-_STUDY_NOT_INDEXED = "\n       AND an.study_id + 0 = p_studies[array_position(p_annotators, a.annotator_id)]\n"
+_STUDY_NOT_INDEXED = (
+    "\n       AND an.study_id + 0 = p_studies[array_position(p_annotators, a.annotator_id)]\n"
+)
 
 # The vote's v2 text with its name and its owner's study changed.
 VOTE_FUNCTION = _replaced(

@@ -183,7 +183,8 @@ def _plans_of_nested_statements(run, *, buffers: bool = False) -> list[str]:
         with connection.cursor() as cursor:
             cursor.execute(
                 "RESET auto_explain.log_min_duration; RESET auto_explain.log_nested_statements;"
-                " RESET auto_explain.log_level; RESET auto_explain.log_analyze; RESET auto_explain.log_buffers"
+                " RESET auto_explain.log_level; RESET auto_explain.log_analyze;"
+                " RESET auto_explain.log_buffers"
             )
     return plans
 
