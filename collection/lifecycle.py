@@ -77,9 +77,13 @@ def study_start(*, study: Study, now: datetime | None = None) -> Ballot:
     plan = study_plan(study=study)
     items_split_draw(study=study)  # the hidden test part, fixed from now on (collection.parts)
     study.appearances = plan.appearances  # a budget becomes the M it allows, frozen from now on
+    study.ballot_sizes = list(plan.sizes)  # N(k) of Eq. 2, frozen too: the survivors of every close
+    if study.ranking_scope == Study.RankingScope.PER_AREA:
+        for name, area_plan in study_area_plans(study=study).by_area.items():
+            SemanticArea.objects.filter(study=study, name=name).update(ballot_sizes=list(area_plan.sizes))
     study.status = Study.Status.RUNNING
     study.started_at = now or timezone.now()
-    study.save(update_fields=["appearances", "status", "started_at"])
+    study.save(update_fields=["appearances", "ballot_sizes", "status", "started_at"])
     indices = np.arange(plan.item_count)
     return ballot_open(study=study, number=1, item_indices=indices, now=now)
 

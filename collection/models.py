@@ -159,6 +159,11 @@ class Study(models.Model):
         help_text="Seconds a participant waits for work (a ballot closing, every comparison taken) before "
         "the page offers the exit with the no-work code.",
     )
+    min_judgements = models.PositiveIntegerField(
+        default=20,
+        help_text="Judgements after which a participant may press Finish and leave with the completion code "
+        "(the consent page states it); 0 lets them finish at any time.",
+    )
     participant_codes = models.BooleanField(
         default=False,
         help_text="Also give each participant a code of their own for each outcome, listed in the exports.",
@@ -307,6 +312,9 @@ class Study(models.Model):
     )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    # N(k) of every ballot (Eq. 2), fixed when the study starts, so that a later change of the rounding
+    # never changes a running study's survivors; NULL in a draft. A per-area study's are the areas' sums.
+    ballot_sizes = models.JSONField(null=True, blank=True, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     duplicated_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
@@ -551,6 +559,8 @@ class SemanticArea(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="areas")
     name = models.CharField(max_length=100)
+    # The area's own N_a(k) in a study ranked per area, fixed at the start as Study.ballot_sizes is.
+    ballot_sizes = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["study", "name"]
@@ -875,6 +885,10 @@ class Annotator(models.Model):
     # When the annotator's active exclusion began (an ``Exclusion`` row says who and why); NULL while
     # they may vote. On the row that every vote and lease already reads, so refusing costs no query.
     excluded_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # When the annotator pressed Finish (after the study's min_judgements): they leave as completed.
+    finished_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Votes cast by ``simulate_voters``, not by a person: counted apart in the card, exports and boards.
+    simulated = models.BooleanField(default=False, editable=False)
 
     class Meta:
         constraints = [

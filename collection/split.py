@@ -19,7 +19,12 @@ public can be fitted). The draw is
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
+
+from common.numbers import as_entered
 
 __all__ = ["hidden_counts", "split_draw"]
 
@@ -45,16 +50,17 @@ def hidden_counts(area_sizes, share: float) -> np.ndarray:
         raise ValueError("area_sizes must be a list of item counts, none negative")
     if not 0.0 <= share < 1.0:
         raise ValueError(f"the hidden share must lie in [0, 1), got {share}")
-    quotas = share * sizes
-    counts = np.floor(quotas).astype(np.int64)
-    total = int(np.floor(share * sizes.sum() + 0.5))
-    missing = total - int(counts.sum())
-    if missing > 0:
-        remainder = quotas - counts
-        # Largest remainders first; a stable sort keeps the lower area code first among equals.
-        order = np.argsort(-remainder, kind="stable")
-        counts[order[:missing]] += 1
-    return counts
+    # Exact arithmetic on the share as entered (Python integers: s·n_a over s's denominator), so that
+    # equal remainders compare equal; in floats 0.2·7 and 0.2·152 leave different remainders.
+    exact = as_entered(share)
+    numerators = [exact.numerator * int(size) for size in sizes]
+    counts = [numerator // exact.denominator for numerator in numerators]
+    remainders = [numerator % exact.denominator for numerator in numerators]
+    total = math.floor(exact * int(sizes.sum()) + Fraction(1, 2))  # round(s·N), halves up
+    # The remaining units to the largest remainders; the lower area first among equal ones.
+    for area in sorted(range(len(counts)), key=lambda a: -remainders[a])[: total - sum(counts)]:
+        counts[area] += 1
+    return np.asarray(counts, dtype=np.int64)
 
 
 def split_draw(area_codes, share: float, rng: np.random.Generator, order_key=None) -> np.ndarray:

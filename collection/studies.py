@@ -38,6 +38,9 @@ def study_area_item_counts(*, study: Study) -> dict[str, int]:
 
 def study_area_plans(*, study: Study) -> AreaPlans:
     """The plan of each semantic area of a study ranked per area, and their sum (``scoring.plan.area_plans``)."""
+    fixed_sizes = None
+    if study.ballot_sizes:  # started: the areas' sizes fixed then
+        fixed_sizes = dict(SemanticArea.objects.filter(study=study).values_list("name", "ballot_sizes"))
     try:
         plans = area_plans(
             area_item_counts=study_area_item_counts(study=study),
@@ -46,6 +49,7 @@ def study_area_plans(*, study: Study) -> AreaPlans:
             appearances=study.appearances or None,
             comparison_budget=None if study.appearances else study.comparison_budget,
             seconds_per_comparison=study.seconds_per_comparison,
+            fixed_sizes=fixed_sizes,
         )
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
@@ -70,7 +74,7 @@ def study_plan(*, study: Study, item_count: int | None = None) -> BallotPlan:
     )
     try:
         if study.appearances:
-            plan = ballot_plan(appearances=study.appearances, **common)
+            plan = ballot_plan(appearances=study.appearances, sizes=study.ballot_sizes, **common)
         elif study.comparison_budget:
             plan = plan_for_budget(comparison_budget=study.comparison_budget, **common)
         else:

@@ -7,6 +7,7 @@ may use it too.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 
 def finite_or_none(value) -> float | None:
@@ -15,6 +16,18 @@ def finite_or_none(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def as_entered(value: float) -> Fraction:
+    """The decimal a person entered, exactly, from the float that stores it: 0.7 → 7/10.
+
+    ``repr`` gives the shortest decimal that reads back to the same float, which is what was typed
+    (0.7, not 0.6999999999999999555910790149937…), so products such as α·N round as on paper.
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"a share must be a finite number, got {value!r}")
+    return Fraction(repr(value))
 
 
 def percent_done(done: int, total: int) -> int:

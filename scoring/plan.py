@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
 
-from common.numbers import counted, listed
+from common.numbers import as_entered, counted, listed
 
 __all__ = [
     "BUDGET_RULE",
@@ -33,9 +34,13 @@ __all__ = [
 BUDGET_RULE = "the largest even M whose N_comp fits"
 
 
-def round_half_up(value: float) -> int:
-    """round() of Eq. 2, with halves rounded up (Python's round() would round 22.5 to 22)."""
-    return int(math.floor(value + 0.5))
+def round_half_up(value: Fraction | int) -> int:
+    """round() of Eq. 2, with halves rounded up (Python's round() would round 22.5 to 22).
+
+    Exact for a ``Fraction``: α·N of Eq. 2 is computed from α as entered (``as_entered``), so that
+    0.7·45 = 31.5 rounds to 32, where the float product 31.4999… would give 31.
+    """
+    return math.floor(Fraction(value) + Fraction(1, 2))
 
 
 @dataclass(frozen=True)
@@ -97,12 +102,14 @@ class BallotPlan:
 def ballot_sizes(item_count: int, ballot_count: int, keep_fraction: float) -> tuple[int, ...]:
     """N(k) for k = 1 … n_b: ``N(1) = N_items`` and ``N(k) = round(α·N(k-1))`` (Eq. 2).
 
+    α·N(k-1) is computed exactly from α as entered, halves rounded up (``round_half_up``).
     Raises ValueError if a ballot would hold fewer than two items (nothing left to compare).
     """
     _check_counts(item_count, ballot_count, keep_fraction)
-    sizes = [item_count]
+    alpha = as_entered(keep_fraction)
+    sizes = [int(item_count)]
     for ballot in range(2, ballot_count + 1):
-        size = round_half_up(keep_fraction * sizes[-1])
+        size = round_half_up(alpha * sizes[-1])
         if size < 2:
             raise ValueError(
                 f"ballot {ballot} would hold {counted(size, 'item')}: with {item_count} items and "
@@ -126,14 +133,26 @@ def ballot_plan(
     keep_fraction: float,
     appearances: int,
     seconds_per_comparison: float | None = None,
+    sizes=None,
 ) -> BallotPlan:
-    """The plan for given n_b, α and M, with every derived figure and the §2.7 warnings."""
+    """The plan for given n_b, α and M, with every derived figure and the §2.7 warnings.
+
+    ``sizes`` are the N(k) a study fixed when it started (they are then not derived again by Eq. 2);
+    None derives them (``ballot_sizes``).
+    """
     if int(appearances) != appearances or appearances < 1:
         raise ValueError(f"appearances M must be a positive whole number, got {appearances!r}")
     appearances = int(appearances)
     if seconds_per_comparison is not None and not (seconds_per_comparison > 0):
         raise ValueError(f"seconds_per_comparison must be positive, got {seconds_per_comparison!r}")
-    sizes = ballot_sizes(item_count, ballot_count, keep_fraction)
+    if sizes is None:
+        sizes = ballot_sizes(item_count, ballot_count, keep_fraction)
+    else:
+        sizes = tuple(int(size) for size in sizes)
+        if len(sizes) != ballot_count or sizes[0] != item_count:
+            raise ValueError(
+                f"fixed ballot sizes {list(sizes)} do not fit {item_count} items in {ballot_count} ballots"
+            )
     comparisons = tuple(comparisons_for(size, appearances) for size in sizes)
     plan = BallotPlan(
         item_count=item_count,
@@ -283,10 +302,12 @@ def area_plans(
     appearances: int | None = None,
     comparison_budget: int | None = None,
     seconds_per_comparison: float | None = None,
+    fixed_sizes: dict[str, list[int]] | None = None,
 ) -> AreaPlans:
     """One plan per area (Eq. 2-4 on each area's items), with M given or derived from a budget.
 
     With a budget, M is ``BUDGET_RULE`` over all the areas' ballots: M = 2·⌊budget / Σ_a Σ_k N_a(k)⌋.
+    ``fixed_sizes`` maps an area to the N_a(k) its study fixed when it started (not derived again).
     Areas without items are left out. Raises ValueError naming every area whose items are too few for
     the plan, and what each lacks.
     """
@@ -294,9 +315,10 @@ def area_plans(
     if not counts:
         raise ValueError("a study ranked per area needs items in at least one semantic area")
     sizes, problems = {}, []
+    fixed_sizes = fixed_sizes or {}
     for name, count in counts.items():
         try:
-            sizes[name] = ballot_sizes(count, ballot_count, keep_fraction)
+            sizes[name] = tuple(fixed_sizes.get(name) or ballot_sizes(count, ballot_count, keep_fraction))
         except ValueError as exc:
             problems.append(f"area {name!r} ({counted(count, 'item')}): {exc}")
     if problems:
@@ -321,6 +343,7 @@ def area_plans(
             keep_fraction=keep_fraction,
             appearances=appearances,
             seconds_per_comparison=seconds_per_comparison,
+            sizes=sizes[name],
         )
         for name in counts
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -37,9 +38,41 @@ def test_every_area_gives_its_share_of_test_items_within_one_and_the_total_is_th
     hidden = split_draw(codes, share, np.random.default_rng(seed))
 
     per_area = np.array([hidden[codes == code].sum() for code in np.arange(len(sizes)) * 7 + 3])
-    assert np.all(np.abs(per_area - share * np.array(sizes)) < 1)
-    assert hidden.sum() == math.floor(share * sum(sizes) + 0.5)
+    exact = Fraction(repr(share))
+    assert all(abs(h - exact * n) < 1 for h, n in zip(per_area.tolist(), sizes, strict=True))
+    assert hidden.sum() == math.floor(exact * sum(sizes) + Fraction(1, 2))
     assert per_area.tolist() == hidden_counts(sizes, share).tolist()
+
+
+def _hamilton(sizes, share: Fraction) -> list[int]:
+    """Largest remainders by the rule's words, in fractions: floors, then one more to the largest
+    remainders, the lower area first among equal ones."""
+    quotas = [share * n for n in sizes]
+    counts = [math.floor(q) for q in quotas]
+    total = math.floor(share * sum(sizes) + Fraction(1, 2))
+    ranked = sorted(range(len(sizes)), key=lambda a: (-(quotas[a] - counts[a]), a))
+    for area in ranked[: total - sum(counts)]:
+        counts[area] += 1
+    return counts
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=2_000), min_size=1, max_size=10),
+    percent=st.integers(min_value=0, max_value=99),
+    thousandths=st.integers(min_value=0, max_value=9),
+)
+def test_the_counts_are_the_largest_remainders_of_the_share_as_entered_computed_in_fractions(
+    sizes, percent, thousandths
+):
+    entered = f"0.{percent:02d}{thousandths}"  # what a researcher types: 0.2, 0.35, 0.125 …
+    assert hidden_counts(sizes, float(entered)).tolist() == _hamilton(sizes, Fraction(entered))
+
+
+def test_equal_remainders_go_to_the_lower_area_even_where_floats_make_them_differ():
+    # 0.2 of 7 and of 152 leave 0.4 each, but 0.2·7 = 1.4000000000000001 and 0.2·152 = 30.400000000000002
+    # in floats, which once gave the unit to the area of 152: [28, 1, 7, 2, 31].
+    assert hidden_counts([139, 7, 36, 10, 152], 0.2).tolist() == [28, 2, 7, 2, 30]
 
 
 def test_largest_remainders_give_the_extra_items_to_the_areas_closest_to_the_next_one():

@@ -1,6 +1,11 @@
 """Ballot plan: Eq. 2, 3, 4, 10 and the §2.7 heuristics."""
 
+import math
+from fractions import Fraction
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoring.plan import ballot_plan, ballot_sizes, comparisons_for, plan_for_budget, round_half_up
 
@@ -39,8 +44,33 @@ def test_eq_3_closed_form_approximates_the_exact_sum():
 
 
 def test_rounding_is_half_up():
-    assert round_half_up(22.5) == 23 and round(22.5) == 22
+    assert round_half_up(Fraction(45, 2)) == 23 and round(22.5) == 22
     assert ballot_sizes(45, 3, 0.5) == (45, 23, 12)
+
+
+def test_eq_2_rounds_the_exact_product_of_alpha_as_entered():
+    # 0.7·45 = 31.5 exactly, so 32; in floats 0.7 * 45 = 31.499999999999996, which once gave 31.
+    assert 0.7 * 45 < 31.5
+    assert ballot_sizes(45, 2, 0.7) == (45, 32)
+    assert ballot_sizes(10, 2, 0.35) == (10, 4)  # 3.5 exactly; 0.35 * 10 = 3.4999999999999996
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    item_count=st.integers(min_value=2, max_value=2_000),
+    ballot_count=st.integers(min_value=1, max_value=10),
+    hundredths=st.integers(min_value=1, max_value=99),
+)
+def test_ballot_sizes_are_eq_2_in_fractions(item_count, ballot_count, hundredths):
+    alpha = Fraction(hundredths, 100)
+    sizes = [item_count]
+    for _ in range(1, ballot_count):
+        sizes.append(math.floor(alpha * sizes[-1] + Fraction(1, 2)))
+    if min(sizes) < 2:
+        with pytest.raises(ValueError, match="would hold"):
+            ballot_sizes(item_count, ballot_count, hundredths / 100)
+    else:
+        assert ballot_sizes(item_count, ballot_count, hundredths / 100) == tuple(sizes)
 
 
 def test_an_odd_ballot_with_odd_m_gets_one_extra_appearance():
