@@ -1,4 +1,4 @@
-"""Forms of the researchers' admin: the study form, pool uploads and duplication."""
+"""Forms of the researchers' admin (the study form, pool uploads and duplication) and the voting page's."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collection.checks import check_problems
 from collection.models import Check, Study
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import STUDY_SETTINGS, study_setting_problems
+from common.serializers import MAX_DATABASE_ID
 
 
 def _sentence(text: str) -> str:
@@ -245,3 +246,30 @@ class CheckInlineForm(forms.ModelForm):
         if problems:
             raise forms.ValidationError(problems)
         return cleaned
+
+
+ASSIGNMENT_MISSING = "the form did not say which comparison you voted on; open it again and vote"
+ASSIGNMENT_OUT_OF_RANGE = (
+    f"the form did not name a comparison of yours (its number must be a whole number from 1 to "
+    f"{MAX_DATABASE_ID:,}); open the voting page again and vote"
+)
+
+
+class VoteForm(forms.Form):
+    """The voting page's vote without JavaScript: the assignment's id, bounded as the API bounds it (a
+    larger number names no row, and the database cannot even look it up). The choice is the service's."""
+
+    assignment = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_DATABASE_ID,
+        error_messages={
+            "required": ASSIGNMENT_MISSING,
+            "invalid": ASSIGNMENT_OUT_OF_RANGE,
+            "min_value": ASSIGNMENT_OUT_OF_RANGE,
+            "max_value": ASSIGNMENT_OUT_OF_RANGE,
+        },
+    )
+
+    def problem(self) -> str:
+        """What is wrong with the form, for the page's one message (after ``is_valid()`` said False)."""
+        return self.errors["assignment"][0]

@@ -24,6 +24,7 @@ from collection.crowd import (
     study_exit,
     study_expectations,
 )
+from collection.forms import VoteForm
 from collection.identity import annotator_from_request
 from collection.models import Study
 from collection.selectors import annotator_progress
@@ -266,15 +267,13 @@ def _vote_post(request, study, annotator):
     When there is no next comparison the answer redirects to the voting page, which says why and checks
     again by itself (its refresh must not send the form again).
     """
-    try:
-        assignment_id = int(request.POST.get("assignment", ""))
-    except ValueError:
-        error = ServiceError("the form did not say which comparison you voted on; open it again and vote")
-        return _vote_error_page(request, study, error)
+    form = VoteForm(request.POST)
+    if not form.is_valid():
+        return _vote_error_page(request, study, ServiceError(form.problem()))
     try:
         _vote, _created, result = vote_record_and_next(
             annotator=annotator,
-            assignment_id=assignment_id,
+            assignment_id=form.cleaned_data["assignment"],
             choice=request.POST.get("choice", ""),
             client_response_ms=_client_response_ms(request.POST.get("client_ms")),
         )

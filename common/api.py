@@ -19,7 +19,7 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from common.errors import ServiceError
+from common.errors import ServiceError, encodable
 from common.unavailable import DATABASE_RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, is_database_unavailable
 
 
@@ -61,9 +61,10 @@ def flatten(detail, prefix: str = "") -> list[str]:
 
 
 def error_body(message: str, errors: list[str] | None = None) -> dict:
-    body = {"detail": message}
+    """The common error body; text a client sent, echoed in it, is made encodable (``encodable``)."""
+    body = {"detail": encodable(str(message))}
     if errors:
-        body["errors"] = list(errors)
+        body["errors"] = [encodable(str(error)) for error in errors]
     return body
 
 

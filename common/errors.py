@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode written as its escape (a lone surrogate, which a JSON body may
+    carry as ``"\\ud800"``, becomes the six characters ``\\ud800``); any other text unchanged.
+
+    An error that echoes a client's text goes through it, so that the answer can be sent whatever was sent.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class ServiceError(Exception):
     """A request that cannot be honoured; ``status`` is the HTTP status it maps to.
 
@@ -12,9 +21,10 @@ class ServiceError(Exception):
     status = 400
 
     def __init__(self, message: str, *, errors: list[str] | None = None, status: int | None = None):
+        message = encodable(message)
         super().__init__(message)
         self.message = message
-        self.errors = errors or []
+        self.errors = [encodable(error) for error in errors or []]
         if status is not None:
             self.status = status
 
