@@ -12,6 +12,7 @@ from collection.models import Study, StudyChange
 from common.errors import ServiceError
 from scoring.models import PlanSearch
 from scoring.plan_forms import PlanApplyForm, PlanTargetForm
+from scoring.plan_report import confidence_text, cost_text, not_reached, plan_text, without_warnings_text
 from scoring.plan_search import LABELS
 from scoring.planning import plan_search_apply, plan_search_request
 
@@ -20,6 +21,21 @@ PLAN_SEARCHES_SHOWN = 3
 
 def _number(value, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _figure_rows(figures: list[dict]) -> list[dict]:
+    rows = []
+    for figure in figures:
+        name, _, k = figure["key"].partition("@")
+        rows.append(
+            {
+                "key": figure["key"],
+                "label": LABELS[name].format(k=k),
+                "mean_sd": f"{_number(figure['mean'])} ± {_number(figure['sd'])}",
+                "percentiles": f"{_number(figure['p10'])} – {_number(figure['p90'])}",
+            }
+        )
+    return rows
 
 
 def plan_search_view_model(search: PlanSearch) -> dict:
@@ -35,46 +51,66 @@ def plan_search_view_model(search: PlanSearch) -> dict:
     if not result:
         return shown
     shown["target"] = result["target"]["text"]
-    plan, cost, searched = result["plan"], result["cost"], result["searched"]
+    if "confirmation" not in result:  # stored before plans were confirmed on fresh repetitions
+        shown["unconfirmed"] = True
+        return shown
+    shown["target"] += f", with {result['confidence']:.0%} confidence" + (
+        ", in every area" if result["ranking_scope"] == "per_area" else ""
+    )
+    searched = result["searched"]
     shown["searched"] = (
-        f"{searched['simulations']} of {searched['candidates']:,} plans simulated, "
-        f"{result['parameters']['repetitions']} repetitions each, in {result['seconds']:.1f} s "
-        f"({'bisection on M for each n_b and α' if searched['strategy'] == 'bisect' else 'cheapest first'}; "
-        f"n_b from {searched['grid']['ballot_counts'][0]} to {searched['grid']['ballot_counts'][-1]}, "
+        f"{searched['simulations']} of {searched['candidates']:,} plans simulated on "
+        f"{result['parameters']['repetitions']} repetitions each"
+        + (
+            f" ({searched['search_repetitions']} after a failed confirmation)"
+            if searched["search_repetitions"] != result["parameters"]["repetitions"]
+            else ""
+        )
+        + f", {searched['confirmations']} tried on fresh repetitions, in {result['seconds']:.1f} s "
+        + (
+            "(every plan cheaper than the answer simulated, cheapest first; "
+            if searched["strategy"] == "scan"
+            else "(bisection on M for each n_b and α; "
+        )
+        + f"n_b from {searched['grid']['ballot_counts'][0]} to {searched['grid']['ballot_counts'][-1]}, "
         f"α in {', '.join(f'{a:g}' for a in searched['grid']['keep_fractions'])}, {searched['grid']['appearances']})"
         + ("" if result["complete"] else "; stopped at the bound on simulations: a cheaper plan may exist")
     )
-    if plan is None:
+    shown["failed"] = [
+        f"{plan_text(failed['plan'])}, {failed['plan']['total_comparisons']:,} comparisons: "
+        f"{_number(failed['statistic'])}"
+        + (f" in area {failed['area']}" if failed["area"] else "")
+        + f" on {failed['repetitions']} fresh repetitions, its {failed['level']:.1%} lower bound "
+        f"{_number(failed['bound'])}"
+        for failed in result["failed_confirmations"]
+    ]
+    if result["plan"] is None:
+        shown["none"] = not_reached(result)
         return shown
-    if plan["protocol"] == "uniform":
-        shown["plan"] = f"uniform (one ballot, n_b = 1), M = {plan['appearances']}"
-    else:
-        shown["plan"] = (
-            f"adaptive, n_b = {plan['ballot_count']}, α = {plan['keep_fraction']:g}, M = {plan['appearances']} "
-            f"(ballots of {' → '.join(f'{size:,}' for size in plan['sizes'])} items)"
-        )
-    money = ""
-    if cost["money"] is not None:
-        money = f", {cost['money']:,.2f} {cost['currency']} at {cost['pay_per_hour']:g} per hour".replace(
-            " ,", ","
-        )
-    shown["cost"] = (
-        f"{cost['comparisons']:,} comparisons (Eq. 3), {cost['hours']:,.2f} hours of voting at "
-        f"{cost['seconds_per_comparison']:g} s each (Eq. 10){money}"
-    )
-    rows = []
-    for figure in result["figures"]:
-        name, _, k = figure["key"].partition("@")
-        rows.append(
-            {
-                "key": figure["key"],
-                "label": LABELS[name].format(k=k),
-                "mean_sd": f"{_number(figure['mean'])} ± {_number(figure['sd'])}",
-                "percentiles": f"{_number(figure['p10'])} – {_number(figure['p90'])}",
-            }
-        )
-    shown["figures"] = rows
+    shown["plan"] = plan_text(result["plan"])
+    shown["cost"] = cost_text(result["cost"])
+    shown["confidence"] = confidence_text(result, result)
+    shown["figures"] = _figure_rows(result["figures"])
+    shown["areas"] = [
+        {
+            "name": area["area"],
+            "item_count": f"{area['item_count']:,}",
+            "sizes": " → ".join(f"{size:,}" for size in area["sizes"]),
+            "comparisons": f"{area['comparisons']:,}",
+            "statistic": _number(area["confirmation"]["statistic"]),
+            "bound": _number(area["confirmation"]["bound"]),
+            "figures": _figure_rows(area["figures"]),
+        }
+        for area in result["areas"]
+    ]
+    shown["statistic_label"] = result["target"]["statistic_label"]
+    shown["level"] = f"{result['confirmation']['level']:.1%}"
+    shown["repetitions"] = result["confirmation"]["repetitions"]
     shown["warnings"] = result["warnings"]
+    if result["warnings"]:
+        other = result["without_warnings"]
+        shown["without_warnings"] = without_warnings_text(result)
+        shown["without_warnings_found"] = other is not None
     return shown
 
 
@@ -115,6 +151,7 @@ class PlanTargetAdmin:
                 search = plan_search_request(
                     study=study,
                     target=data["target"],
+                    confidence=float(data["confidence"]),
                     noise=data["noise"],
                     pay_per_hour=data["pay_per_hour"],
                     repetitions=data["repetitions"],
@@ -140,8 +177,15 @@ class PlanTargetAdmin:
             title=f"Plan “{study}” from a target precision",
             intro=(
                 "State how precise the ranking must be; Yardstick simulates the voting (Lombardo et al. §4.1) "
-                "for plans of growing cost, uniform and adaptive (n_b, α, M), and returns the cheapest that "
-                "reaches the target, with its figures, spread, cost and the §2.7 warnings."
+                "for plans of growing cost, uniform and adaptive (n_b, α, M), and returns the cheapest whose "
+                "lower confidence bound reaches the target, confirmed on fresh simulations, with its figures, "
+                "cost and §2.7 warnings (and the cheapest plan without warnings beside it)."
+                + (
+                    " This study is ranked per area: the plan found is one n_b, α and M that reaches the "
+                    "target in every area, each area simulated on its own items."
+                    if study.ranking_scope == Study.RankingScope.PER_AREA
+                    else ""
+                )
             ),
             submit="Search",
             error=error,
@@ -165,15 +209,25 @@ class PlanTargetAdmin:
         search = PlanSearch.objects.filter(pk=form.cleaned_data["search"], study=study).first()
         if search is None:
             raise Http404("This study has no such plan search.")
-        shown = plan_search_view_model(search)
+        without_warnings = form.cleaned_data["which"] == PlanApplyForm.WITHOUT_WARNINGS
+        plan, cost = "the plan found", ""
+        answer = (search.result or {}).get("without_warnings" if without_warnings else "plan")
+        if search.status == PlanSearch.Status.DONE and answer:
+            plan = plan_text(answer["plan"] if without_warnings else answer)
+            cost = cost_text(answer["cost"] if without_warnings else search.result["cost"])
         error = None
         if request.method == "POST":
             try:
-                plan_search_apply(search=search, user=request.user, channel=StudyChange.Channel.ADMIN)
+                plan_search_apply(
+                    search=search,
+                    without_warnings=without_warnings,
+                    user=request.user,
+                    channel=StudyChange.Channel.ADMIN,
+                )
             except ServiceError as exc:
                 error = exc
             else:
-                self.message_user(request, f"The plan of “{study}” is now {shown['plan']}.", messages.SUCCESS)
+                self.message_user(request, f"The plan of “{study}” is now {plan}.", messages.SUCCESS)
                 return redirect(self._change_url(study, "#plan"))
         return self._render_form(
             request,
@@ -181,9 +235,9 @@ class PlanTargetAdmin:
             form,
             title=f"Apply the plan found to “{study}”",
             intro=(
-                f"Set the plan of “{study}” to {shown.get('plan', 'the plan found')}: "
-                f"{shown.get('cost', '')}. The comparison budget is cleared (M is given). "
-                "Only a draft's plan can change."
+                f"Set the plan of “{study}” to {plan}"
+                + (f": {cost}" if cost else "")
+                + ". The comparison budget is cleared (M is given). Only a draft's plan can change."
             ),
             submit="Apply this plan",
             error=error,

@@ -37,7 +37,9 @@ class SimulationRun(BackgroundWork):
 
 class PlanSearch(BackgroundWork):
     """A search for the cheapest plan that reaches a target in simulation (``scoring.plan_search``), run as
-    a Celery task; ``done`` of ``total`` counts the (n_b, α) lines searched."""
+    a Celery task; ``done`` counts the plans simulated, of at most ``total``. ``result`` is
+    ``scoring.planning.plan_search_run``'s JSON: the plan, its confidence and confirmation, the plan
+    without warnings beside it, one entry per area for a study ranked per area."""
 
     study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="plan_searches")
     parameters = models.JSONField()

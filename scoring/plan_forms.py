@@ -7,7 +7,7 @@ from django import forms
 from collection import limits
 from scoring.forms import DISTRIBUTION_LABELS
 from scoring.plan_search import parse_target
-from scoring.planning import DEFAULT_NOISE, DEFAULT_REPETITIONS, MAX_REPETITIONS
+from scoring.planning import CONFIDENCES, DEFAULT_NOISE, DEFAULT_REPETITIONS, MAX_REPETITIONS
 from scoring.simulation import DISTRIBUTIONS
 
 REACH_CHOICES = (
@@ -31,6 +31,12 @@ class PlanTargetForm(forms.Form):
         help_text="The simulated figures vary from one repetition to the next: reach the target on average, "
         "or in nearly every repetition.",
     )
+    confidence = forms.ChoiceField(
+        choices=[(f"{level:g}", f"{level:.0%}") for level in CONFIDENCES],
+        initial="0.9",
+        help_text="The plan's figure must reach the target with this one-sided confidence: its lower "
+        "confidence bound, not its estimate, on the simulations and again on fresh ones.",
+    )
     noise = forms.FloatField(
         initial=DEFAULT_NOISE,
         min_value=0.001,
@@ -47,10 +53,11 @@ class PlanTargetForm(forms.Form):
         help_text="For the cost in money; blank for the study's pay rate.",
     )
     repetitions = forms.IntegerField(
-        initial=DEFAULT_REPETITIONS,
+        required=False,
         min_value=2,
         max_value=MAX_REPETITIONS,
-        help_text="Simulations of every plan tried; more give a steadier answer and take longer.",
+        help_text=f"Simulations of every plan tried; blank for {DEFAULT_REPETITIONS}, or the fewest that "
+        "bound a percentile. More give a steadier answer and take longer.",
     )
     distribution = forms.ChoiceField(
         choices=[(name, DISTRIBUTION_LABELS[name]) for name in DISTRIBUTIONS],
@@ -70,4 +77,14 @@ class PlanTargetForm(forms.Form):
 
 
 class PlanApplyForm(forms.Form):
+    PLAN, WITHOUT_WARNINGS = "plan", "without_warnings"
+
     search = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    which = forms.ChoiceField(
+        widget=forms.HiddenInput,
+        choices=((PLAN, "the cheapest plan"), (WITHOUT_WARNINGS, "the cheapest plan without §2.7 warnings")),
+        required=False,
+    )
+
+    def clean_which(self):
+        return self.cleaned_data["which"] or self.PLAN

@@ -1,5 +1,6 @@
-"""The admin's plan from a target: the form, the search as a task with its progress, the result, and
-applying the plan to a draft (staff with the permission to change studies; drafts only)."""
+"""The admin's plan from a target: the form, the search as a task with its progress, the result with its
+confidence, studies ranked per area, and applying the plan (or the plan without warnings) to a draft
+(staff with the permission to change studies; drafts only)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ VIEWS = ("plan_target", "plan_searches", "plan_apply")
 FORM = {
     "target": "rho>=0.6",
     "reach": "mean",
+    "confidence": "0.9",
     "noise": "0.2",
     "repetitions": "3",
     "distribution": "exponential",
@@ -79,7 +81,7 @@ def test_the_search_runs_to_the_end_and_the_panel_shows_the_cheapest_plan(admin_
     assert "data-refresh-url" not in panel
     [cost] = texts(panel, "plan-search-cost")
     assert cost == (
-        f"{priced.total_comparisons:,} comparisons (Eq. 3), {priced.total_comparisons * 6 / 3600:,.2f} hours of "
+        f"{priced.total_comparisons:,} comparisons (N_comp, Eq. 3), {priced.total_comparisons * 6 / 3600:,.2f} hours of "
         f"voting at 6 s each (Eq. 10), {money:,.2f} GBP at 12 per hour"
     )
     rows = re.findall(r'<tr class="plan-search-figure-([\w@]+)"><th scope="row">([^<]+)</th>', panel)
@@ -92,6 +94,14 @@ def test_the_search_runs_to_the_end_and_the_panel_shows_the_cheapest_plan(admin_
         ("precision@10", "P@10"),
     ]
     assert f'href="{view_url("plan_apply", study)}?search={search.pk}"' in panel
+    [confidence] = texts(panel, "plan-search-confidence")
+    confirmation = search.result["confirmation"]
+    assert confidence.startswith(
+        f"Confirmed on 100 fresh repetitions: mean ρ {confirmation['statistic']:.3f}, its 97.5% lower bound "
+        f"{confirmation['bound']:.3f} ≥ 0.6 (confirmation {confirmation['attempt'] + 1} of at most 4, each at "
+        "97.5%, so the answer holds with 90% confidence)."
+    )
+    assert "Its figures on 100 fresh repetitions against the true ranking" in panel
 
     # Applying it sets the draft's plan: the plan panel then prices the same N_comp.
     confirm = admin_client.get(view_url("plan_apply", study) + f"?search={search.pk}")
@@ -132,17 +142,79 @@ def test_a_bad_target_is_refused_on_the_form_and_nothing_is_queued(admin_client)
     assert "cannot read the target" in response.content.decode()
     response = admin_client.post(view_url("plan_target", study), {**FORM, "target": "recall@15>=0.9"})
     assert response.status_code == 400
-    assert "K must be smaller than the study" in response.content.decode()
+    assert "the cutoff K must be smaller than the number of items (15)" in response.content.decode()
     assert not PlanSearch.objects.exists()
 
 
-def test_a_study_ranked_per_area_is_refused_in_words(admin_client):
-    study = make_study(start=False, areas=2)
+@pytest.mark.django_db(transaction=True)
+def test_a_study_ranked_per_area_gets_one_plan_shown_per_area_and_applies_it(admin_client):
+    study = make_study(start=False, areas=2)  # two areas of 15 items
     study_update(study=study, changes={"ranking_scope": "per_area"}, channel="admin")
+    form = admin_client.get(view_url("plan_target", study)).content.decode()
+    assert "reaches the target in every area" in form
     response = admin_client.post(view_url("plan_target", study), FORM)
+    assert response.status_code == 302
+    search = PlanSearch.objects.get(study=study)
+    assert search.parameters["area_item_counts"] == {"Area0": 15, "Area1": 15}
+    panel = admin_client.get(view_url("plan_searches", study)).content.decode()
+    rows = re.findall(r'<tr class="plan-search-area"><th scope="row">(\w+)</th><td>(\d+)</td>', panel)
+    assert rows == [("Area0", "15"), ("Area1", "15")]
+    assert "ρ ≥ 0.6 on average over the simulated repetitions, with 90% confidence, in every area" in panel
+    admin_client.post(view_url("plan_apply", study), {"search": search.pk})
+    study.refresh_from_db()
+    found = search.result["plan"]
+    assert (study.ballot_count, study.appearances) == (found["ballot_count"], found["appearances"])
+    assert study_plan(study=study).total_comparisons == search.result["cost"]["comparisons"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_warned_plan_shows_the_plan_without_warnings_which_can_be_applied(admin_client):
+    study = make_study(start=False, tokens=21)  # 210 items: plans without §2.7 warnings exist
+    admin_client.post(view_url("plan_target", study), {**FORM, "target": "rho>=0.3"})
+    search = PlanSearch.objects.get(study=study)
+    other = search.result["without_warnings"]
+    assert search.result["warnings"] and other is not None
+    panel = admin_client.get(view_url("plan_searches", study)).content.decode()
+    [beside] = texts(panel, "plan-search-without-warnings")
+    assert beside.startswith("Cheapest plan without §2.7 warnings: adaptive, ")
+    link = f'href="{view_url("plan_apply", study)}?search={search.pk}&amp;which=without_warnings"'
+    assert link in panel
+    confirm = admin_client.get(view_url("plan_apply", study) + f"?search={search.pk}&which=without_warnings")
+    assert f"M = {other['plan']['appearances']} (ballots of" in confirm.content.decode()
+    admin_client.post(view_url("plan_apply", study), {"search": search.pk, "which": "without_warnings"})
+    study.refresh_from_db()
+    assert (study.ballot_count, study.appearances) == (
+        other["plan"]["ballot_count"],
+        other["plan"]["appearances"],
+    )
+    assert study_plan(study=study).warnings == ()
+
+
+def test_a_percentile_target_with_too_few_repetitions_is_refused_in_words(admin_client):
+    study = make_study(start=False)
+    response = admin_client.post(
+        view_url("plan_target", study), {**FORM, "reach": "0.05", "repetitions": "20"}
+    )
     assert response.status_code == 400
-    assert "searched for one joint ranking" in response.content.decode()
+    assert "Repetitions must be at least 45 for a 0.9 lower bound of the 5th percentile of ρ" in (
+        response.content.decode()
+    )
     assert not PlanSearch.objects.exists()
+
+
+def test_a_search_stored_before_confirmations_says_to_search_again(admin_client):
+    study = make_study(start=False)
+    PlanSearch.objects.create(
+        study=study,
+        parameters={},
+        status="done",
+        result={"target": {"text": "ρ ≥ 0.6 on average over the simulated repetitions"}, "plan": {}},
+    )
+    panel = admin_client.get(view_url("plan_searches", study)).content.decode()
+    assert texts(panel, "plan-search-unconfirmed") == [
+        "This search ran before plans were confirmed on fresh simulations with a stated confidence: search again."
+    ]
+    assert "plan-search-apply" not in panel
 
 
 def test_a_search_in_progress_makes_the_panel_refresh_itself(admin_client):
