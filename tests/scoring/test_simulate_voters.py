@@ -123,3 +123,78 @@ def test_simulated_annotators_who_judged_every_pair_left_are_told_to_add_voters(
         _simulate(study, "--voters", "1")
     assert "have judged every pair of the" in str(refused.value)
     assert "run it with more --voters" in str(refused.value)
+
+
+def test_the_annotators_it_creates_are_marked_simulated_and_a_person_is_not():
+    from collection.models import Annotator
+    from collection.voting import annotator_consent, annotator_for
+
+    study = make_study()
+    person = annotator_consent(annotator=annotator_for(study=study, participant_id="prolific-abc"))
+    call_command("simulate_voters", "--study", study.slug, "--max-votes", "5", "--voters", "3")
+    assert sorted(
+        Annotator.objects.filter(study=study, simulated=True).values_list("participant_id", flat=True)
+    ) == [
+        "sim-0",
+        "sim-1",
+        "sim-2",
+    ]
+    person.refresh_from_db()
+    assert person.simulated is False
+
+
+def test_a_participant_who_is_a_person_is_never_taken_over_by_the_simulation():
+    from collection.voting import annotator_consent, annotator_for
+
+    study = make_study()
+    # A real participant whose id happens to start with the prefix.
+    person = annotator_consent(annotator=annotator_for(study=study, participant_id="sim-1"))
+    with pytest.raises(CommandError, match="participant 'sim-1' of this study is a person.*--prefix"):
+        call_command("simulate_voters", "--study", study.slug, "--max-votes", "5", "--voters", "3")
+    assert Vote.objects.count() == 0
+    person.refresh_from_db()
+    assert person.simulated is False
+
+
+def test_progress_and_summary_count_check_answers_apart_from_votes(capsys):
+    from collection.checks import check_create
+    from collection.models import CheckAnswer
+
+    study = make_study(tokens=6, ballot_count=2, appearances=4, check_rate=0.5)  # 15 items, 30 + 16
+    items = list(study.items.order_by("index"))
+    for left, right in ((0, 14), (1, 13), (2, 12)):
+        check_create(
+            study=study, kind="gold", left_item=items[left], right_item=items[right], expected="left"
+        )
+    _simulate(study, "--voters", "6")
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    votes = Vote.objects.filter(ballot__study=study).count()
+    answers = CheckAnswer.objects.filter(annotator__study=study).count()
+    assert votes == 46 and answers > 0
+    output = capsys.readouterr()
+    assert f"{votes} votes and {answers} check answers by 6 simulated annotators" in output.out
+    last_progress = output.err.split("\r")[-1]
+    assert f"{votes} votes, {answers} check answers, ballot 2/2" in last_progress
+
+
+def test_by_default_it_waits_as_long_as_the_lease_and_says_why(capsys):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from collection.voting import annotator_consent, annotator_for, comparison_next_for
+
+    study = make_study(tokens=6, ballot_count=2, appearances=4, lease_seconds=600)
+    person = annotator_consent(annotator=annotator_for(study=study, participant_id="prolific-abc"))
+    held = comparison_next_for(annotator=person).assignment  # an open voting page, then nobody there
+    # The person's lease lapses 3 s from now (a lease of 600 s, taken almost 600 s ago).
+    lapses = timezone.now() + timedelta(seconds=3)
+    Assignment.objects.filter(pk=held.pk).update(expires_at=lapses)
+    Comparison.objects.filter(pk=held.comparison_id).update(lease_expires_at=lapses)
+    call_command("simulate_voters", "--study", study.slug, "--distribution", "exponential", "--voters", "8")
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED  # 120 s would have been enough here; 630 s is announced
+    err = capsys.readouterr().err
+    assert "1 comparison of ballot 1 is leased by participants who are not simulated" in err
+    assert "waiting up to 630 s (the study's lease of 600 s and 30 s more)" in err

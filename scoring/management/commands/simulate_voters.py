@@ -11,11 +11,10 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from collection.arrays import OUTCOME
-from collection.models import Assignment, Ballot, Comparison, Study
+from collection.models import Annotator, Assignment, Ballot, CheckAnswer, Comparison, Study
 from collection.voting import (
     NextReason,
     annotator_consent,
-    annotator_for,
     comparison_next_for,
     vote_record_and_next,
 )
@@ -32,6 +31,10 @@ from scoring.simulation import (
 )
 
 CHOICE_OF_OUTCOME = {outcome: choice for choice, outcome in OUTCOME.items()}
+# Beyond the lease: a page's last vote may reach the server a moment after its lease ran out.
+WAIT_BEYOND_LEASE_SECONDS = 30
+# Nobody could vote for this long: the command says why, and how long it will wait.
+EXPLAIN_AFTER_SECONDS = 2.0
 
 _DEFAULTS = SimulationConfig()
 
@@ -61,7 +64,13 @@ class Command(BaseCommand):
             "--prefix", default="sim-", help="participant id prefix of the simulated annotators"
         )
         parser.add_argument(
-            "--wait", type=float, default=120.0, help="seconds to wait for a ballot to close on a worker"
+            "--wait",
+            type=float,
+            default=None,
+            help="seconds to wait while no simulated annotator can vote (a ballot closing on a worker, "
+            "comparisons leased by people); default: the study's lease plus "
+            f"{WAIT_BEYOND_LEASE_SECONDS} s, so that a lease held by an open voting page lapses and its "
+            "comparison returns to the pool",
         )
 
     def handle(self, *args, **options):
@@ -102,14 +111,16 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         voters = draw_voters(similarity, config, rng)
         index_of = dict(study.items.values_list("id", "index"))
-        annotators = [
-            annotator_consent(annotator=annotator_for(study=study, participant_id=f"{options['prefix']}{i}"))
-            for i in range(options["voters"])
-        ]
+        annotators = _simulated_annotators(study, prefix=options["prefix"], count=options["voters"])
+        if options["wait"] is None:
+            wait = study.lease_seconds + WAIT_BEYOND_LEASE_SECONDS
+            wait_why = f"the study's lease of {study.lease_seconds} s and {WAIT_BEYOND_LEASE_SECONDS} s more"
+        else:
+            wait, wait_why = options["wait"], "--wait"
         total = sum(study.ballots.values_list("comparison_count", flat=True))
-        votes = 0
+        votes = answers = 0
         started = time.monotonic()
-        idle_since = None
+        idle_since, explained = None, False
         # Each annotator's next comparison, as the answer to their last vote leased it (one call per
         # judgement, as for people); an annotator without one asks with comparison_next_for.
         leased = [None] * len(annotators)
@@ -134,7 +145,7 @@ class Command(BaseCommand):
                     voters, [number], [left], [right], rng, allow_ties=study.allow_ties
                 )
                 try:
-                    _vote, _created, after = vote_record_and_next(
+                    recorded, _created, after = vote_record_and_next(
                         annotator=annotator,
                         assignment_id=result.assignment.pk,
                         choice=CHOICE_OF_OUTCOME[outcome],
@@ -142,42 +153,74 @@ class Command(BaseCommand):
                 except ServiceError as exc:  # e.g. the ballot closed at its deadline meanwhile
                     self.stderr.write(f"vote refused: {exc.message}")
                     continue
-                votes += 1
+                # A check's answer is never a vote: it is neither in a ballot nor in the progress of one.
+                if isinstance(recorded, CheckAnswer):
+                    answers += 1
+                else:
+                    votes += 1
                 voted_this_pass += 1
                 if after.assignment is not None:
                     leased[number] = after
                 elif after.reason in (NextReason.FINISHED, NextReason.BALLOT_CLOSING):
                     break
             if voted_this_pass:
-                idle_since = None
+                idle_since, explained = None, False
                 total = max(total, sum(study.ballots.values_list("comparison_count", flat=True)))
-                self._progress(study, votes, total)
+                self._progress(study, votes, answers, total)
                 continue
-            # Nobody could vote: the ballot is closing on a worker, or the remaining pairs were all judged.
+            # Nobody could vote: the ballot is closing on a worker, people hold the comparisons left, or
+            # the simulated annotators judged every pair left.
             idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since > options["wait"]:
+            idle = time.monotonic() - idle_since
+            if idle > wait:
                 raise CommandError(
-                    f"no simulated annotator could vote for {options['wait']:.0f} s: "
+                    f"no simulated annotator could vote for {wait:.0f} s: "
                     + _why_nobody_could_vote(study, prefix=options["prefix"])
                 )
+            if idle >= EXPLAIN_AFTER_SECONDS and not explained:
+                self.stderr.write(
+                    f"\nno simulated annotator can vote: {_why_nobody_could_vote(study, prefix=options['prefix'])}"
+                    f"; waiting up to {wait:.0f} s ({wait_why})"
+                )
+                explained = True
             time.sleep(0.5)
         self.stderr.write("")
         study.refresh_from_db()
+        checks = f" and {counted(answers, 'check answer')}" if answers else ""
         self.stdout.write(
-            f"{votes} votes by {len(annotators)} simulated annotators in {time.monotonic() - started:.1f} s; "
+            f"{votes} votes{checks} by {len(annotators)} simulated annotators in "
+            f"{time.monotonic() - started:.1f} s; "
             f"study {study.slug!r} is {study.status}"
             + (f", {study.ballots.count()} ballots" if study.status != Study.Status.FINISHED else "")
         )
 
-    def _progress(self, study, votes: int, total: int) -> None:
+    def _progress(self, study, votes: int, answers: int, total: int) -> None:
         ballot = study.ballots.order_by("-number").first()
         width = 30
         filled = min(width, round(width * votes / max(total, 1)))
         self.stderr.write(
-            f"\rvoting [{'#' * filled}{'-' * (width - filled)}] {votes} votes, ballot {ballot.number}"
-            f"/{study.ballot_count}",
+            f"\rvoting [{'#' * filled}{'-' * (width - filled)}] {votes} votes, "
+            f"{counted(answers, 'check answer')}, ballot {ballot.number}/{study.ballot_count}",
             ending="",
         )
+
+
+def _simulated_annotators(study: Study, *, prefix: str, count: int) -> list[Annotator]:
+    """The ``count`` simulated annotators ``<prefix>0`` … of the study, created marked ``simulated`` (or
+    those of an earlier run); a person whose participant id is one of theirs is refused, never voted for."""
+    annotators = []
+    for number in range(count):
+        participant_id = f"{prefix}{number}"[:128]
+        annotator, _ = Annotator.objects.get_or_create(
+            study=study, participant_id=participant_id, defaults={"simulated": True}
+        )
+        if not annotator.simulated:
+            raise CommandError(
+                f"participant {participant_id!r} of this study is a person, not a simulated annotator; "
+                "choose another --prefix"
+            )
+        annotators.append(annotator_consent(annotator=annotator))
+    return annotators
 
 
 def _why_nobody_could_vote(study: Study, *, prefix: str) -> str:
