@@ -25,12 +25,14 @@ from urllib.parse import urlsplit
 import numpy as np
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from collection.models import Annotator, Study, Vote
 from collection.studies import study_plan
 from common.errors import ServiceError
+from scoring.agreement import median_by_group
+from scoring.quality import judged
 
 
 class Outcome:
@@ -190,8 +192,11 @@ def annotator_platform_record(*, annotator: Annotator, parameters: dict[str, str
 
 # --- what the consent page promises --------------------------------------------------------------
 
-# The median of the latest votes: enough for a stable median, and a bounded read on a public page.
+# The latest votes the estimate reads: enough for a stable median, and a bounded read on a public page.
 MEDIAN_VOTES = 1000
+# Annotators in good standing among those votes before the estimate replaces the study's prior: the
+# median of fewer people's medians is one or two people's habit (one speeder moved it 20×, issue 34).
+MIN_MEASURED_ANNOTATORS = 5
 
 
 @dataclass(frozen=True)
@@ -200,32 +205,81 @@ class Expectations:
 
     comparisons: int
     seconds_per_comparison: float
-    measured: bool  # the seconds are the median of stored votes, not the study's estimate
+    measured: bool  # the seconds are measured from the crowd's votes, not the study's estimate
     minutes: int
     pay: float | None
     currency: str
+    min_judgements: int  # judgements before the participant may press Finish (0: at any time)
+
+
+def median_of_medians(annotator_ids, response_ms) -> tuple[float, int]:
+    """(the median over annotators of each one's median response time in ms, the number of annotators).
+
+    ``annotator_ids`` and ``response_ms`` are parallel, one entry per vote. NaN and 0 without votes. One
+    annotator's times, however many and however fast, move the result by at most one annotator's rank.
+    """
+    annotator_ids = np.asarray(annotator_ids, dtype=np.int64)
+    if not annotator_ids.size:
+        return math.nan, 0
+    _, group = np.unique(annotator_ids, return_inverse=True)
+    people = int(group.max()) + 1
+    return float(np.median(median_by_group(group, response_ms, people))), people
+
+
+def _fast_flagged(*, study: Study, annotator_ids) -> set[int]:
+    """The annotators among ``annotator_ids`` whom quality control flags as fast: at least
+    ``scoring.quality.MIN_OBSERVATIONS`` votes in the study, more than ``quality_max_fast_share`` of them
+    under ``quality_fast_ms`` (the rule of the results page, ``scoring.selectors.annotator_figures``),
+    counted over all their votes. None without the study's speed check."""
+    if study.quality_fast_ms is None or study.quality_max_fast_share is None or not annotator_ids:
+        return set()
+    counts = (
+        Vote.objects.filter(annotator_id__in=annotator_ids)
+        .values("annotator_id")
+        .annotate(votes=Count("pk"), fast=Count("pk", filter=Q(response_ms__lt=study.quality_fast_ms)))
+        .values_list("annotator_id", "votes", "fast")
+    )
+    return {
+        annotator_id
+        for annotator_id, votes, fast in counts
+        if judged(votes) and fast / votes > study.quality_max_fast_share
+    }
+
+
+def measured_seconds_per_comparison(*, study: Study) -> float | None:
+    """Seconds per comparison measured from the crowd: the median over annotators of each one's median
+    server-measured ``response_ms``, over the latest ``MEDIAN_VOTES`` votes of annotators in good
+    standing (not excluded, not simulated, not flagged fast by quality control). None, so that the
+    study's ``seconds_per_comparison`` stands, until ``MIN_MEASURED_ANNOTATORS`` such annotators voted."""
+    latest = np.array(
+        Vote.objects.filter(
+            ballot__study=study, annotator__excluded_at__isnull=True, annotator__simulated=False
+        )
+        .order_by("-pk")
+        .values_list("annotator_id", "response_ms")[:MEDIAN_VOTES],
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    flagged = _fast_flagged(study=study, annotator_ids=sorted(set(latest[:, 0].tolist())))
+    kept = latest[~np.isin(latest[:, 0], list(flagged))] if flagged else latest
+    milliseconds, people = median_of_medians(kept[:, 0], kept[:, 1])
+    return milliseconds / 1000.0 if people >= MIN_MEASURED_ANNOTATORS else None
 
 
 def study_expectations(*, study: Study) -> Expectations | None:
     """At most Σ_k min(cap, C_k) comparisons (C_k: ballot k's comparisons in the plan; Σ_k C_k without
-    a cap), at the median server-measured time of the latest votes (else the study's
-    ``seconds_per_comparison``); minutes rounded up; pay = minutes / 60 × ``pay_per_hour``. None
-    when the study has no plan yet."""
+    a cap), at the crowd's measured seconds per comparison (``measured_seconds_per_comparison``; the
+    study's ``seconds_per_comparison`` until enough annotators voted); minutes rounded up; pay =
+    minutes / 60 × ``pay_per_hour``. None when the study has no plan yet."""
     try:
         plan = study_plan(study=study)
     except ServiceError:
         return None
     cap = study.votes_per_annotator_per_ballot
     comparisons = sum(min(cap, count) if cap else count for count in plan.comparisons)
-    latest = list(
-        Vote.objects.filter(ballot__study=study)
-        .order_by("-pk")
-        .values_list("response_ms", flat=True)[:MEDIAN_VOTES]
-    )
-    if latest:
-        seconds, measured = float(np.median(np.asarray(latest, dtype=float))) / 1000.0, True
-    else:
-        seconds, measured = float(study.seconds_per_comparison), False
+    seconds = measured_seconds_per_comparison(study=study)
+    measured = seconds is not None
+    if seconds is None:
+        seconds = float(study.seconds_per_comparison)
     minutes = math.ceil(comparisons * seconds / 60)
     pay = round(minutes / 60 * study.pay_per_hour, 2) if study.pay_per_hour else None
     return Expectations(
@@ -235,4 +289,5 @@ def study_expectations(*, study: Study) -> Expectations | None:
         minutes=minutes,
         pay=pay,
         currency=study.pay_currency,
+        min_judgements=study.min_judgements,
     )

@@ -8,18 +8,22 @@ import json
 import re
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from collection import limits
-from collection.crowd import OUTCOMES, Outcome, participant_code
+from collection.crowd import OUTCOMES, Outcome, median_of_medians, participant_code, study_expectations
+from collection.exclusion import annotator_exclude
 from collection.models import Annotator, Comparison, Study, Vote
 from collection.signing import participant_link
 from collection.studies import study_duplicate
-from collection.voting import NextReason
+from collection.voting import NextReason, annotator_consent, annotator_for
 from tests.collection.test_close_wait import _fully_voted_but_open
 from tests.collection.test_views import entry_url, join, page, vote_url
 from tests.factories import annotators, make_study, vote_until
@@ -291,11 +295,13 @@ def test_the_consent_page_states_comparisons_minutes_and_pay_from_the_plan_and_t
 
 
 def test_the_consent_page_uses_the_median_of_the_votes_measured(client):
-    # Without a cap: 30 + 16 + 8 = 54 comparisons. Votes of 10, 12 and 20 s: the median 12 s; 648 s is
-    # 10.8 minutes, 11 rounded up; at 12.50 USD per hour, 2.29 USD.
+    # Without a cap: 30 + 16 + 8 = 54 comparisons. Five annotators whose votes took 10, 12, 12, 14 and
+    # 20 s: the median 12 s; 648 s is 10.8 minutes, 11 rounded up; at 12.50 USD per hour, 2.29 USD.
     study = make_study(pay_per_hour=12.5, pay_currency="USD")
-    vote_until(study, voters=annotators(study, 3), max_votes=3)
-    for vote, milliseconds in zip(Vote.objects.order_by("pk"), (10_000, 20_000, 12_000), strict=True):
+    vote_until(study, voters=annotators(study, 5), max_votes=5)
+    for vote, milliseconds in zip(
+        Vote.objects.order_by("pk"), (10_000, 20_000, 12_000, 14_000, 12_000), strict=True
+    ):
         Vote.objects.filter(pk=vote.pk).update(response_ms=milliseconds)
 
     shown = page(client.get(entry_url(study)))
@@ -303,6 +309,111 @@ def test_the_consent_page_uses_the_median_of_the_votes_measured(client):
     assert (shown.text["expected-comparisons"], shown.text["expected-minutes"]) == ("54", "11")
     assert shown.text["expected-pay"] == "2.29 USD"
     assert "a comparison takes 12.0 s for half of the people" in shown.text["expectations"]
+
+
+# Server-measured times (ms) of five annotators who read and judge, the way people do: each one's
+# median 4.0, 5.5, 6.0, 7.5 and 9.0 s (one distracted for 30 s once); the median of the medians is 6.0 s.
+CAREFUL_CROWD = {
+    "a": [3_800, 4_000, 4_900],
+    "b": [5_500, 5_100, 8_000],
+    "c": [6_000, 12_000, 4_500],
+    "d": [7_500, 7_000, 30_000],
+    "e": [9_000, 8_200, 9_900],
+}
+# The issue's speeder: 15 votes 150 ms apart, flagged "fast" by quality control (15 votes >= 10, all of
+# them under the study's 1,000 ms, above its 25% share).
+SPEEDER = [150] * 15
+
+
+def crowd_voted(study: Study, times: dict[str, list[int]]) -> dict[str, Annotator]:
+    """Each participant votes once per entry of their times, each vote measured at that time (ms)."""
+    voters = {}
+    for participant, milliseconds in times.items():
+        voter = annotator_for(study=study, participant_id=participant)
+        annotator_consent(annotator=voter)
+        vote_until(study, voters=[voter], max_votes=len(milliseconds))
+        votes = Vote.objects.filter(annotator=voter).order_by("pk")
+        for vote, value in zip(votes, milliseconds, strict=True):
+            Vote.objects.filter(pk=vote.pk).update(response_ms=value)
+        voters[participant] = voter
+    return voters
+
+
+@pytest.fixture
+def priced_study():
+    # 10 tokens, 45 items, n_b = 3, α = 0.5, M = 4: ballots of 45, 23 and 12 items, 90 + 46 + 24 = 160
+    # comparisons (no cap). The prior: 6.0 s per comparison, 960 s, 16 minutes; at 9.00 per hour, 2.40.
+    return make_study(tokens=10, seconds_per_comparison=6.0, pay_per_hour=9.0)
+
+
+def test_one_fast_voter_leaves_the_consent_pages_estimate_at_the_studys_prior(client, priced_study):
+    crowd_voted(priced_study, {"speeder": SPEEDER})
+
+    expectations = study_expectations(study=priced_study)
+    shown = page(client.get(entry_url(priced_study)))
+
+    assert (expectations.seconds_per_comparison, expectations.measured) == (6.0, False)
+    assert (shown.text["expected-minutes"], shown.text["expected-pay"]) == ("16", "2.40 GBP")
+    assert "about 6.0 s per comparison" in shown.text["expectations"]
+
+
+def test_the_estimate_is_the_median_of_the_medians_of_annotators_in_good_standing(client, priced_study):
+    crowd_voted(priced_study, CAREFUL_CROWD | {"speeder": SPEEDER})
+
+    expectations = study_expectations(study=priced_study)
+    shown = page(client.get(entry_url(priced_study)))
+
+    # 160 comparisons at 6.0 s: 16 minutes, 2.40 GBP; the votes' own median (2.0 s) would say 6 minutes.
+    assert (expectations.seconds_per_comparison, expectations.measured) == (6.0, True)
+    assert (shown.text["expected-minutes"], shown.text["expected-pay"]) == ("16", "2.40 GBP")
+    assert "a comparison takes 6.0 s for half of the people" in shown.text["expectations"]
+
+
+def test_excluded_and_simulated_annotators_do_not_feed_the_estimate(priced_study):
+    voters = crowd_voted(priced_study, CAREFUL_CROWD | {"gone": [60_000] * 3, "bot": [50_000] * 3})
+    annotator_exclude(annotator=voters["gone"], reason="left the study's chat with abuse")
+    Annotator.objects.filter(pk=voters["bot"].pk).update(simulated=True)
+
+    assert study_expectations(study=priced_study).seconds_per_comparison == 6.0
+    # Four careful annotators left once one is excluded: too few, the prior stands.
+    annotator_exclude(annotator=voters["e"], reason="shared their code on a forum")
+    expectations = study_expectations(study=priced_study)
+    assert (expectations.seconds_per_comparison, expectations.measured) == (6.0, False)
+
+
+def test_without_the_speed_check_the_speeder_counts_but_moves_the_estimate_one_rank_at_most(priced_study):
+    Study.objects.filter(pk=priced_study.pk).update(quality_fast_ms=None)
+    priced_study.refresh_from_db()
+    crowd_voted(priced_study, CAREFUL_CROWD | {"speeder": SPEEDER})
+
+    # Six medians, 0.15, 4.0, 5.5, 6.0, 7.5, 9.0 s: the median is (5.5 + 6.0) / 2 = 5.75 s.
+    assert study_expectations(study=priced_study).seconds_per_comparison == 5.75
+
+
+@given(
+    careful=st.lists(
+        st.lists(st.integers(min_value=1_000, max_value=60_000), min_size=1, max_size=6),
+        min_size=3,
+        max_size=9,
+    ),
+    other=st.lists(st.integers(min_value=1, max_value=3_600_000), min_size=1, max_size=40),
+)
+def test_one_annotators_times_move_the_median_of_medians_by_one_rank_at_most(careful, other):
+    medians = sorted(float(np.median(times)) for times in careful)
+    people = len(medians)
+    ids = [person for person, times in enumerate(careful) for _ in times]
+    milliseconds = [value for times in careful for value in times]
+
+    estimate, counted = median_of_medians(ids + [people] * len(other), milliseconds + other)
+
+    assert counted == people + 1
+    assert medians[max(0, (people - 1) // 2 - 1)] <= estimate <= medians[min(people - 1, people // 2 + 1)]
+
+
+def test_the_median_of_medians_weighs_people_not_votes():
+    # Two people at 4 s with one vote each, one at 9 s with a hundred votes: the median person is at 4 s.
+    assert median_of_medians([1, 2] + [3] * 100, [4_000, 4_000] + [9_000] * 100) == (4_000.0, 3)
+    assert median_of_medians([], []) == (pytest.approx(float("nan"), nan_ok=True), 0)
 
 
 def test_the_consent_page_states_no_pay_without_a_rate(client):
