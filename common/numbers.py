@@ -6,6 +6,7 @@ may use it too.
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 
@@ -16,6 +17,30 @@ def finite_or_none(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def finite_json(value):
+    """``value`` with every NaN or infinite float in it, at any depth of dicts, lists and tuples, as None:
+    what JSON (RFC 8259) can hold. Anything else is returned as it is."""
+    if isinstance(value, float):
+        return finite_or_none(value)
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(item) for item in value]
+    return value
+
+
+class FiniteJSONEncoder(json.JSONEncoder):
+    """The encoder of every JSON column that holds figures: an undefined figure (NaN) or an infinite one is
+    written as null (``finite_json``), never as the ``NaN`` token that PostgreSQL's jsonb and SQLite's
+    JSON_VALID refuse (``allow_nan`` is off: nothing else writes that token either)."""
+
+    def __init__(self, **options):
+        super().__init__(**{**options, "allow_nan": False})
+
+    def iterencode(self, o, *args, **kwargs):
+        return super().iterencode(finite_json(o), *args, **kwargs)
 
 
 def as_entered(value: float) -> Fraction:

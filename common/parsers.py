@@ -41,7 +41,10 @@ class BoundedBody:
 
 class JSONParser(BoundedBody, parsers.JSONParser):
     """DRF's JSON parser, bounded: a body over the limit is 413, and JSON nested too deep for the
-    decoder (``[[[…]]]`` 100,000 levels) is 400, not a ``RecursionError``."""
+    decoder (``[[[…]]]`` 100,000 levels) is 400, not a ``RecursionError``. ``parse_float`` (json's) reads
+    the numbers with a fraction or an exponent; None reads them as floats."""
+
+    parse_float = None
 
     def parse(self, stream, media_type=None, parser_context=None):
         body = self.read_body(stream, parser_context)
@@ -50,7 +53,9 @@ class JSONParser(BoundedBody, parsers.JSONParser):
         encoding = parsers.get_encoding(parser_context or {})
         try:
             return json.loads(
-                body.decode(encoding), parse_constant=json.strict_constant if self.strict else None
+                body.decode(encoding),
+                parse_constant=json.strict_constant if self.strict else None,
+                parse_float=self.parse_float,
             )
         except RecursionError:
             raise ParseError("JSON parse error: the body nests arrays or objects too deeply") from None

@@ -29,7 +29,7 @@ from common.authentication import HeaderTokenAuthentication
 from common.csvexport import csv_text
 from common.errors import ServiceError, StudyStateError
 from common.parsers import JSONParser
-from common.throttling import AddressThrottle, UserThrottle, login_lockout
+from common.throttling import AddressThrottle, LoginLocked, UserThrottle, login_locked_out, login_succeeded
 from metrics import services
 from metrics.instrument import (
     DRAFT_MESSAGE,
@@ -123,7 +123,7 @@ class TokenObtainView(ObtainAuthToken):
             200: AuthTokenResponseSerializer,
             400: error_response("The username or the password is missing."),
             401: error_response("Wrong username or password."),
-            429: error_response("Too many failed logins for this username or from this address."),
+            429: error_response("Too many failed logins for this username from this address."),
         },
         auth=[],
     )
@@ -131,11 +131,13 @@ class TokenObtainView(ObtainAuthToken):
         try:
             response = super().post(request, *args, **kwargs)
         except ValidationError as exc:
+            if login_locked_out(request):  # django-axes refused it before reading the password
+                raise LoginLocked() from None
             if "authorization" in exc.get_codes().get("non_field_errors", []):
                 raise AuthenticationFailed(WRONG_CREDENTIALS) from None
             raise
-        # A token is a login: it clears the username's failed attempts, as a login page's success does.
-        login_lockout().clear(username=request.data.get("username"))
+        # A token is a login: it clears the failures from this address, as a login page's success does.
+        login_succeeded(request, username=request.data["username"])
         return response
 
 
@@ -143,10 +145,12 @@ class TokenObtainView(ObtainAuthToken):
 
 
 class SubmissionJSONParser(JSONParser):
-    """JSON of at most 5 MiB; NaN and Infinity reach the service, which names their rows."""
+    """JSON of at most 5 MiB; NaN and Infinity reach the service, which names their rows, and so do
+    numbers a 64-bit float cannot hold, with the text sent (``services.json_number``)."""
 
     strict = False
     max_bytes = services.MAX_SUBMISSION_BYTES
+    parse_float = staticmethod(services.json_number)
 
     def too_large(self, size: int) -> str:
         return (
@@ -241,6 +245,10 @@ class SubmissionCreateView(MetricsErrors, APIView):
             404: error_response("No such study."),
             409: error_response("The study has not finished, or you already used this model name for it."),
             413: error_response("The file or request is larger than 5 MiB."),
+            500: error_response(
+                "The evaluation failed on our side: a plain message with a reference. The submission does not "
+                "count against your models and its name is free: submit it again."
+            ),
         },
     )
     def post(self, request, slug: str):
@@ -378,7 +386,7 @@ class SubmissionEvaluationView(MetricsErrors, APIView):
         parameters=[EvaluationQuerySerializer],
         responses={
             200: EvaluationSerializer,
-            400: error_response("n0 or K out of range."),
+            400: error_response("n0 (from -0.9 to 1,000,000) or K out of range."),
             **OWNER_ERRORS,
             404: error_response("Not one of your submissions."),
             409: error_response("The evaluation at the defaults has not finished, or it failed."),
@@ -424,6 +432,7 @@ LEADERBOARD_COLUMNS = [
     "variants",
     "adjusted_interval_low",
     "adjusted_interval_high",
+    "undefined",
 ]
 
 
@@ -446,11 +455,12 @@ class LeaderboardCsvRenderer(BaseRenderer):
         for row in data["rows"]:
             coefficient = row["metrics"][data["metric"]]
             interval = row["interval"] or [None, None]
+            rank_range = row["rank_range"] or [None, None]  # an undefined value is not ranked
             yield (
                 [
                     row["rank"],
-                    row["rank_range"][0],
-                    row["rank_range"][1],
+                    rank_range[0],
+                    rank_range[1],
                     row["model_name"],
                     row["owner"],
                     data["metric"],
@@ -467,6 +477,7 @@ class LeaderboardCsvRenderer(BaseRenderer):
                     row["variants"],
                     _csv_number((row["interval_adjusted"] or [None, None])[0]),
                     _csv_number((row["interval_adjusted"] or [None, None])[1]),
+                    coefficient.get("undefined", ""),
                 ]
             )
 

@@ -29,11 +29,22 @@ import numpy as np
 # of resident memory; tests/test_startup.py).
 
 _LEAF_GROUP = 8  # below this group size, pairs are compared directly
+# The lowest weight offset: f(n) = 1/(n + n0)² exists for every rank n ≥ 1 when n0 > -1, but there the
+# first rank's share R(n0) tends to 1 and the other ranks' share to 0, until 64-bit floats lose it: τ_w's
+# normaliser 1 - Σw² rounds to 0 (at 20,000 items from n0 ≈ -0.9999). At -0.9 (R = 0.986) every
+# coefficient is still exact to 1e-8 at 20,000 items (tests/metrics/test_weight_offset_bounds.py).
+MIN_WEIGHT_OFFSET = -0.9
+MIN_WEIGHT_OFFSET_MESSAGE = (
+    "n0 must be at least -0.9: the weights f(n) = 1/(n + n0)² of Eq. 9 exist for n0 > -1, but below -0.9 the "
+    "first rank takes more than R(-0.9) = 0.986 of the weight and 64-bit floats lose the other ranks' share"
+)
 # n0 → ∞ makes every weight of Eq. 9 the same: ρ_w and τ_w become ρ and τ_b. At this n0 the coefficients
 # differ from the exact ρ and τ by less than 10^-12 for 3 items and about 10^-10 for 10^4 items.
 UNIFORM_WEIGHT_OFFSET = 1e12
 
 __all__ = [
+    "MIN_WEIGHT_OFFSET",
+    "MIN_WEIGHT_OFFSET_MESSAGE",
     "UNIFORM_WEIGHT_OFFSET",
     "first_rank_weight",
     "kendall",
@@ -233,8 +244,10 @@ def kendall(ranks_a, ranks_b) -> float:
 
 def _check_offset(n0: float) -> float:
     n0 = float(n0)
-    if not math.isfinite(n0) or n0 <= -1.0:
-        raise ValueError(f"the weight offset n0 must be a finite number greater than -1, got {n0!r}")
+    if not math.isfinite(n0):
+        raise ValueError(f"the weight offset n0 must be a finite number, got {n0!r}")
+    if n0 < MIN_WEIGHT_OFFSET:
+        raise ValueError(f"{MIN_WEIGHT_OFFSET_MESSAGE}, got {n0!r}")
     return n0
 
 
@@ -293,9 +306,10 @@ def _pearson_weighted(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
         return math.nan  # a constant ranking has no spread: σ = 0
     da = a - w @ a
     db = b - w @ b
-    var_a = w @ (da * da)
-    var_b = w @ (db * db)
-    value = (w @ (da * db)) / math.sqrt(var_a * var_b)
+    spread = (w @ (da * da)) * (w @ (db * db))
+    if not spread > 0.0:
+        return math.nan  # weights so lopsided that the other ranks' spread rounds to 0: no σ to divide by
+    value = (w @ (da * db)) / math.sqrt(spread)
     return float(min(1.0, max(-1.0, value)))
 
 
@@ -351,10 +365,11 @@ def _kendall_gamma_rows(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarr
     # score 0; the rest score +1 unless discordant (-1), and discordant pairs weigh 2·D. Hence
     # Σ_{i≠j} w_i w_j s_a s_b = (Σw)² - Σ_h U_h² - (Σ_g W_g² - Σ_joint V²) - 4·D.
     numerator = total_sq - tied_b - tied_a + tied_joint - 4.0 * discordant
-    constant = (groups_a == 1) | (groups_b == 1)  # one ranking puts every item on the same rank: Z = 0
-    denominator_sq = np.where(constant, 1.0, (total_sq - tied_a) * (total_sq - tied_b))
-    value = np.clip(numerator / np.sqrt(denominator_sq), -1.0, 1.0)
-    return np.where(constant, np.nan, value)
+    denominator_sq = (total_sq - tied_a) * (total_sq - tied_b)
+    # Z = 0 when one ranking puts every item on the same rank, or when rounding takes 1 - Σ W_g² to 0.
+    undefined = (groups_a == 1) | (groups_b == 1) | ~(denominator_sq > 0.0)
+    value = np.clip(numerator / np.sqrt(np.where(undefined, 1.0, denominator_sq)), -1.0, 1.0)
+    return np.where(undefined, np.nan, value)
 
 
 def _weighted_inversions_rows(keys: np.ndarray, weights: np.ndarray) -> np.ndarray:

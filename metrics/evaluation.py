@@ -31,7 +31,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from common.numbers import counted, finite_or_none
+from common.numbers import counted, finite_or_none, listed
 from metrics.correlation import (
     first_rank_weight,
     kendall,
@@ -58,9 +58,47 @@ __all__ = [
     "graded_relevance",
     "indistinguishable_groups",
     "leaderboard",
+    "undefined_reason",
+    "undefined_summary",
 ]
 
 COEFFICIENTS = ("rho_w", "tau_w", "rho", "tau")
+SYMBOLS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
+
+# Why a coefficient has no value: σ or Z of Eq. 7 is 0, so Γ divides by nothing.
+CONSTANT_SCORES = "every score is the same, so the scores rank nothing"
+CONSTANT_HUMAN = "every item has the same final score, so the people's ranking ranks nothing"
+LOPSIDED_WEIGHTS = "at this n0 the first rank takes so nearly all the weight that 64-bit floats lose the others"
+
+
+def undefined_reason(name: str, why: str) -> str:
+    """The sentence that reports coefficient ``name`` as undefined: "ρ_w is undefined: <why>"."""
+    return f"{SYMBOLS[name]} is undefined: {why}"
+
+
+def undefined_summary(entries: dict) -> list[str]:
+    """One sentence per reason for the undefined coefficients among ``entries`` (name → entry, as
+    ``evaluate`` gives them): "ρ_w, τ_w, ρ and τ are undefined: every score is the same, …"."""
+    symbols_by_why: dict[str, list[str]] = {}
+    for name in COEFFICIENTS:
+        sentence = (entries.get(name) or {}).get("undefined")
+        if sentence:
+            why = sentence.removeprefix(undefined_reason(name, ""))
+            symbols_by_why.setdefault(why, []).append(SYMBOLS[name])
+    return [
+        f"{listed(symbols)} {'is' if len(symbols) == 1 else 'are'} undefined: {why}"
+        for why, symbols in symbols_by_why.items()
+    ]
+
+
+def _why_undefined(model_ranks: np.ndarray, human_ranks: np.ndarray) -> str:
+    """Why a coefficient of these rankings is NaN: a constant ranking (σ = 0, Eq. 7), else weights too
+    lopsided for 64-bit floats (an n0 near -1)."""
+    if model_ranks.min() == model_ranks.max():
+        return CONSTANT_SCORES
+    if human_ranks.min() == human_ranks.max():
+        return CONSTANT_HUMAN
+    return LOPSIDED_WEIGHTS
 
 
 def graded_relevance(human_score: np.ndarray, top_k: int) -> np.ndarray:
@@ -165,6 +203,9 @@ def evaluate(
     replicate values (for the leaderboard); ``chance`` (from ``metrology.chance_level`` for the
     covered size and this n0) adds the chance mean, SD and p-value of every coefficient it has draws
     of (ρ_w, τ_w, ρ and τ): p = (1 + #{draws ≥ observed}) / (1 + draws), ``metrology.permutation_p_value``.
+
+    A coefficient without a value (σ or Z of Eq. 7 is 0: a ranking that puts every item on one rank) has
+    ``value`` None and ``undefined``, the sentence that says why; its interval and p-value are None.
     """
     model_score = np.asarray(model_score, dtype=np.float64)
     human_score = np.asarray(human_score, dtype=np.float64)
@@ -206,6 +247,8 @@ def evaluate(
         result["replicate_count"] = int(np.asarray(human_replicates).shape[0])
     for name in COEFFICIENTS:
         entry = {"value": finite_or_none(points[name])}
+        if entry["value"] is None:
+            entry["undefined"] = undefined_reason(name, _why_undefined(model_ranks, human_ranks))
         if replicates is not None:
             entry["standard_error"] = _standard_error(replicates[name])
             entry["interval"] = _interval(entry["value"], replicates[name])
@@ -235,7 +278,8 @@ def coefficients_by_stratum(
     first), so ρ_w and τ_w weigh the area's own top. With ``human_replicates`` (R × N, the study's
     shared bootstrap replicates) each coefficient gets its standard error and the 95% interval
     value ± 1.96·SE, as ``evaluate`` gives them. A stratum with fewer than two covered items has
-    no values. Per label: ``items``, ``covered`` and one entry per coefficient.
+    no values. Per label: ``items``, ``covered`` and one entry per coefficient; an undefined one has
+    ``value`` None and ``undefined``, the reason.
     """
     model_score = np.asarray(model_score, dtype=np.float64)
     human_score = np.asarray(human_score, dtype=np.float64)
@@ -250,7 +294,10 @@ def coefficients_by_stratum(
         count = int(covered.sum())
         entry: dict = {"items": int(inside.sum()), "covered": count}
         if count < 2:
-            result[label] = entry | {name: {"value": None} for name in COEFFICIENTS}
+            few = f"only {counted(count, 'item')} {'has' if count == 1 else 'have'} both scores here; it needs two"
+            result[label] = entry | {
+                name: {"value": None, "undefined": undefined_reason(name, few)} for name in COEFFICIENTS
+            }
             continue
         model_ranks = ranks_from_scores(model_score[covered])
         human_ranks = ranks_from_scores(human_score[covered])
@@ -263,6 +310,8 @@ def coefficients_by_stratum(
         for name in COEFFICIENTS:
             value = finite_or_none(points[name])
             entry[name] = {"value": value}
+            if value is None:
+                entry[name]["undefined"] = undefined_reason(name, _why_undefined(model_ranks, human_ranks))
             if replicates is not None:
                 entry[name]["standard_error"] = _standard_error(replicates[name])
                 entry[name]["interval"] = _interval(value, replicates[name])
@@ -279,20 +328,37 @@ def leaderboard(entries: list[dict], metric: str) -> list[dict]:
     when it excludes zero the better model is significantly better. Each row gets ``rank`` = 1 + the number of models significantly better,
     ``rank_range`` = [rank, M - number significantly worse], and ``indistinguishable_from``: the
     models whose difference interval contains zero.
+
+    A model whose value is undefined (None) is compared with none: it comes last, with ``rank``,
+    ``rank_range`` and ``interval`` None, and M counts the models with a value.
     """
     if metric not in COEFFICIENTS:
         raise ValueError(f"metric must be one of {', '.join(COEFFICIENTS)}, got {metric!r}")
     count = len(entries)
+    defined = [entry["value"] is not None for entry in entries]
+    ranked = sum(defined)
     better = np.zeros((count, count), dtype=bool)  # better[i, j]: i significantly better than j
-    for i, j in ((i, j) for i in range(count) for j in range(count) if i != j):
-        a = np.asarray(entries[i]["replicates"], dtype=np.float64)
+    for i, j in ((i, j) for i in range(count) for j in range(count) if i != j and defined[i] and defined[j]):
+        a = np.asarray(entries[i]["replicates"], dtype=np.float64)  # a stored null reads as NaN
         b = np.asarray(entries[j]["replicates"], dtype=np.float64)
-        if a.size == 0 or a.size != b.size or entries[i]["value"] is None or entries[j]["value"] is None:
+        if a.size == 0 or a.size != b.size:
             continue
         interval = _interval(entries[i]["value"] - entries[j]["value"], a - b, bounded=False)
         better[i, j] = interval is not None and interval[0] > 0
     rows = []
     for i, entry in enumerate(entries):
+        if not defined[i]:
+            rows.append(
+                {
+                    "name": entry["name"],
+                    "value": None,
+                    "interval": None,
+                    "rank": None,
+                    "rank_range": None,
+                    "indistinguishable_from": [],
+                }
+            )
+            continue
         significantly_better = int(better[:, i].sum())
         significantly_worse = int(better[i, :].sum())
         replicates = np.asarray(entry["replicates"], dtype=np.float64)
@@ -302,16 +368,21 @@ def leaderboard(entries: list[dict], metric: str) -> list[dict]:
                 "value": entry["value"],
                 "interval": _interval(entry["value"], replicates) if replicates.size else None,
                 "rank": 1 + significantly_better,
-                "rank_range": [1 + significantly_better, count - significantly_worse],
+                "rank_range": [1 + significantly_better, ranked - significantly_worse],
                 "indistinguishable_from": [
                     entries[j]["name"]
                     for j in range(count)
-                    if j != i and not better[i, j] and not better[j, i]
+                    if j != i and defined[j] and not better[i, j] and not better[j, i]
                 ],
             }
         )
     rows.sort(
-        key=lambda row: (row["rank"], -(row["value"] if row["value"] is not None else -math.inf), row["name"])
+        key=lambda row: (
+            row["rank"] is None,
+            row["rank"] or 0,
+            -(row["value"] if row["value"] is not None else -math.inf),
+            row["name"],
+        )
     )
     return rows
 

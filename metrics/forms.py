@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django import forms
 
+from metrics.correlation import MIN_WEIGHT_OFFSET, MIN_WEIGHT_OFFSET_MESSAGE
 from metrics.evaluation import COEFFICIENTS
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
+from metrics.services import MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
 
 
 class SubmissionForm(forms.Form):
@@ -30,7 +32,13 @@ class SubmissionForm(forms.Form):
 class EvaluationSettingsForm(forms.Form):
     """n0 and K of an evaluation, read from the query string (GET)."""
 
-    n0 = forms.FloatField(label="Weight offset n0", help_text="Greater than -1; the paper uses 2.")
+    n0 = forms.FloatField(
+        label="Weight offset n0",
+        min_value=MIN_WEIGHT_OFFSET,
+        max_value=MAX_WEIGHT_OFFSET,
+        error_messages={"min_value": MIN_WEIGHT_OFFSET_MESSAGE, "max_value": MAX_WEIGHT_OFFSET_MESSAGE},
+        help_text="From -0.9 to 1,000,000; the paper uses 2.",
+    )
     k = forms.IntegerField(label="K", min_value=1, help_text="The human top-K items count as relevant.")
 
 

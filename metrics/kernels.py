@@ -68,7 +68,7 @@ def _row_weights(a_row, b_row, n0, out):
 @numba.njit(cache=True, nogil=True)
 def spearman_weighted_rows(a, b, n0):
     """ρ_w (Eq. 8, weights of Eq. 9) of ``a[r]`` (``a[0]`` when a has one row) against ``b[r]``, per row:
-    ``Σ_i w_i (a_i - ā)(b_i - b̄) / (σ_a σ_b)``, NaN when a ranking is constant."""
+    ``Σ_i w_i (a_i - ā)(b_i - b̄) / (σ_a σ_b)``, NaN when a ranking is constant or σ_a σ_b rounds to 0."""
     rows, n = b.shape
     out = np.empty(rows)
     w = np.empty(n)
@@ -97,7 +97,11 @@ def spearman_weighted_rows(a, b, n0):
             covariance += w[i] * da * db
             var_a += w[i] * da * da
             var_b += w[i] * db * db
-        out[r] = min(1.0, max(-1.0, covariance / np.sqrt(var_a * var_b)))
+        spread = var_a * var_b
+        if not spread > 0.0:
+            out[r] = np.nan  # weights so lopsided that the spread rounds to 0 (numba raises on x / 0)
+            continue
+        out[r] = min(1.0, max(-1.0, covariance / np.sqrt(spread)))
     return out
 
 
@@ -175,7 +179,8 @@ def kendall_gamma_rows(a, order_a, b, n0):
     order counts the weighted discordant pairs D (pairs tied in a are already in b order, so none of
     them counts) and leaves the b groups for Σ_h U_h². Over ordered pairs i ≠ j,
     ``Σ w_i w_j s_a s_b = (Σw)² - Σ_h U_h² - Σ_g W_g² + Σ_joint V² - 4·D`` and
-    ``Z = sqrt(((Σw)² - Σ_g W_g²)((Σw)² - Σ_h U_h²))``; NaN when a ranking is constant (Z = 0).
+    ``Z = sqrt(((Σw)² - Σ_g W_g²)((Σw)² - Σ_h U_h²))``; NaN when a ranking is constant (Z = 0), or when
+    rounding takes Z to 0 (weights far too lopsided: an n0 near -1).
     """
     rows, n = b.shape
     out = np.empty(rows)
@@ -235,9 +240,12 @@ def kendall_gamma_rows(a, order_a, b, n0):
         if sorted_a[0] == sorted_a[n - 1] or keys[0] == keys[n - 1]:
             out[r] = np.nan
             continue
+        denominator = (total_sq - tied_a) * (total_sq - tied_b)
+        if not denominator > 0.0:
+            out[r] = np.nan  # rounding took 1 - Σ W_g² to 0 (numba raises on x / 0)
+            continue
         numerator = total_sq - tied_b - tied_a + tied_joint - 4.0 * discordant
-        value = numerator / np.sqrt((total_sq - tied_a) * (total_sq - tied_b))
-        out[r] = min(1.0, max(-1.0, value))
+        out[r] = min(1.0, max(-1.0, numerator / np.sqrt(denominator)))
     return out
 
 

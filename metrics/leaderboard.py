@@ -113,9 +113,11 @@ def leaderboard_for(
         }
     rows = leaderboard(entries, metric) if entries else []
     # Every submission counts: an owner's variants are all their models for the study, whatever became
-    # of them, and each of their rows gets an interval widened for that many (Bonferroni).
+    # of them (but for one that failed on our side), and each of their rows gets an interval widened
+    # for that many (Bonferroni).
     variants = dict(
         Submission.objects.filter(study=study)
+        .exclude(status=Submission.Status.FAILED)
         .values_list("owner")
         .annotate(count=Count("pk"))
         .values_list("owner", "count")
@@ -166,7 +168,10 @@ def annotator_view(*, study: Study) -> dict:
         chosen, rejected, annotator = chosen[public], rejected[public], annotator[public]
     models = {
         f"{s.model_name} ({s.owner.get_username()})": model_scores(s)
-        for s in Submission.objects.filter(study=study).select_related("owner").order_by("created_at")
+        for s in Submission.objects.filter(study=study)
+        .exclude(status=Submission.Status.FAILED)  # failed on our side: a retry may carry its name
+        .select_related("owner")
+        .order_by("created_at")
     }
     if not models:
         return {"models": {}, "paired_tests": [], "annotators": 0, "part": str(owner_part(study))}

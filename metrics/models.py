@@ -6,12 +6,17 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from common.numbers import FiniteJSONEncoder
+
 
 class Submission(models.Model):
     """A model owner's scores of one study's items, stored once and never changed.
 
     ``scores`` holds one entry per item of the study, in item index order: the submitted score, or
     None for an item the submission does not cover. Higher scores mean more related.
+
+    ``failed`` means failed on our side (a server error while evaluating it): such a submission holds
+    neither its name nor a seal, and does not count against the owner's variants.
     """
 
     class Status(models.TextChoices):
@@ -24,7 +29,7 @@ class Submission(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
     model_name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
-    scores = models.JSONField()
+    scores = models.JSONField(encoder=FiniteJSONEncoder)
     covered = models.PositiveIntegerField(help_text="Items with a score.")
     coverage = models.FloatField(help_text="covered / items of the study")
     source_format = models.CharField(max_length=10, help_text="json or csv")
@@ -45,8 +50,11 @@ class Submission(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
+            # One that failed on our side frees its name for the owner's retry.
             models.UniqueConstraint(
-                fields=["study", "owner", "model_name"], name="submission_model_unique_per_owner"
+                fields=["study", "owner", "model_name"],
+                condition=~Q(status="failed"),
+                name="submission_model_unique_per_owner",
             ),
             models.CheckConstraint(
                 condition=Q(coverage__gte=0) & Q(coverage__lte=1), name="submission_coverage_in_0_1"
@@ -99,7 +107,7 @@ class Evaluation(models.Model):
     part = models.CharField(max_length=12, choices=Part.choices, default=Part.ALL)
     weight_offset = models.FloatField(help_text="n0 of the weighted coefficients (Eq. 9).")
     top_k = models.PositiveIntegerField(help_text="K: the human top-K items are the relevant ones.")
-    result = models.JSONField()
+    result = models.JSONField(encoder=FiniteJSONEncoder)
     computed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -127,10 +135,10 @@ class StudyFigure(models.Model):
 
     study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="figures")
     kind = models.CharField(max_length=40)
-    parameters = models.JSONField(default=dict)
+    parameters = models.JSONField(default=dict, encoder=FiniteJSONEncoder)
     key = models.CharField(max_length=200, help_text="kind and parameters, canonical")
     fingerprint = models.CharField(max_length=200)
-    value = models.JSONField()
+    value = models.JSONField(encoder=FiniteJSONEncoder)
     array = models.BinaryField(
         null=True, blank=True, help_text="A large numpy array (np.save), e.g. bootstrap replicates"
     )
@@ -159,8 +167,14 @@ class Standing(models.Model):
         help_text="The items it ranks on: all, or the hidden test part of a study that keeps one.",
     )
     weight_offset = models.FloatField(help_text="n0 of ρ_w and τ_w (Eq. 9): one the leaderboard offers.")
-    coefficients = models.JSONField(help_text="ρ_w, τ_w, ρ and τ: value, interval, chance level, p-value.")
-    replicates = models.JSONField(help_text="Each coefficient on every bootstrap replicate of the study.")
+    coefficients = models.JSONField(
+        encoder=FiniteJSONEncoder,
+        help_text="ρ_w, τ_w, ρ and τ: value (null when undefined, with the reason), interval, chance level, p-value.",
+    )
+    replicates = models.JSONField(
+        encoder=FiniteJSONEncoder,
+        help_text="Each coefficient on every bootstrap replicate of the study (null where undefined).",
+    )
     computed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -14,10 +14,16 @@ from collection.models import Item
 from collection.serializers import CsvFileField
 from common.schema import BoundedFloatField
 from common.serializers import StrictJSONTypes
+from metrics.correlation import MIN_WEIGHT_OFFSET, MIN_WEIGHT_OFFSET_MESSAGE
 from metrics.evaluation import COEFFICIENTS
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
 from metrics.models import Submission
 from metrics.services import MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
+
+UNDEFINED_HELP = (
+    "Present when the value is null: why it is undefined, e.g. 'ρ_w is undefined: every score is the same, "
+    "so the scores rank nothing'."
+)
 
 METRIC_CHOICES = [(name, name) for name in COEFFICIENTS]
 
@@ -45,7 +51,11 @@ class ScoreRowSerializer(serializers.Serializer):
     item = serializers.IntegerField(required=False, help_text="An item id from pairs/.")
     token_a = serializers.CharField(required=False, help_text="Instead of item: one token of the pair …")
     token_b = serializers.CharField(required=False, help_text="… and the other (either order).")
-    score = serializers.FloatField(help_text="Higher means more related; any finite number.")
+    score = serializers.FloatField(
+        help_text="Higher means more related; any finite number a 64-bit float holds, up to about ±1.8e308. "
+        "A nonzero number so small that it reads as 0 (below about 4.9e-324) is refused, as it would tie "
+        "with every other such score."
+    )
 
 
 @extend_schema_field(ScoreRowSerializer(many=True))
@@ -120,7 +130,8 @@ class SubmissionCreatedSerializer(serializers.Serializer):
 
 
 class CoefficientSerializer(serializers.Serializer):
-    value = serializers.FloatField(allow_null=True)
+    value = serializers.FloatField(allow_null=True, help_text="null when undefined (see undefined).")
+    undefined = serializers.CharField(required=False, help_text=UNDEFINED_HELP)
     standard_error = serializers.FloatField(
         allow_null=True, required=False, help_text="SD of the value over the bootstrap replicates."
     )
@@ -229,13 +240,14 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 
 
 class EvaluationQuerySerializer(serializers.Serializer):
-    n0 = BoundedFloatField(
-        greater_than=-1,
+    n0 = serializers.FloatField(
+        min_value=MIN_WEIGHT_OFFSET,
         max_value=MAX_WEIGHT_OFFSET,
         required=False,
         default=2.0,
-        error_messages={"max_value": MAX_WEIGHT_OFFSET_MESSAGE},
-        help_text="Weight offset n0, greater than -1 (default 2).",
+        error_messages={"min_value": MIN_WEIGHT_OFFSET_MESSAGE, "max_value": MAX_WEIGHT_OFFSET_MESSAGE},
+        help_text="Weight offset n0 of f(n) = 1/(n + n0)², from -0.9 (where the first rank takes R(-0.9) = 0.986 "
+        "of the weight; nearer -1, 64-bit floats lose the other ranks' share) to 1,000,000 (default 2).",
     )
     k = serializers.IntegerField(
         required=False, min_value=1, help_text="K of the retrieval measures (default: the study's)."
@@ -265,7 +277,7 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         if value not in LEADERBOARD_WEIGHT_OFFSETS:
             raise serializers.ValidationError(
                 f"the leaderboard offers n0 = {leaderboard_offsets_text()}, got {value:g}; your own "
-                "submissions can be evaluated at any n0 greater than -1 at /api/submissions/<id>/evaluation/"
+                "submissions can be evaluated at any n0 from -0.9 to 1,000,000 at /api/submissions/<id>/evaluation/"
             )
         return value
 
@@ -279,8 +291,10 @@ class LeaderboardMetricsSerializer(serializers.Serializer):
 
 class AreaCoefficientSerializer(serializers.Serializer):
     value = serializers.FloatField(
-        allow_null=True, help_text="null when the area has fewer than two covered items."
+        allow_null=True,
+        help_text="null when undefined: the area has fewer than two covered items, or one ranking is constant.",
     )
+    undefined = serializers.CharField(required=False, help_text=UNDEFINED_HELP)
     standard_error = serializers.FloatField(
         allow_null=True, required=False, help_text="SD of the value over the study's bootstrap replicates."
     )
@@ -308,16 +322,23 @@ class LeaderboardRowSerializer(serializers.Serializer):
     name = serializers.CharField(help_text='"model_name (owner)": how other rows refer to this one.')
     model_name = serializers.CharField()
     owner = serializers.CharField()
-    value = serializers.FloatField(allow_null=True, help_text="The chosen metric.")
+    value = serializers.FloatField(
+        allow_null=True, help_text="The chosen metric; null when undefined (metrics.<metric>.undefined says why)."
+    )
     interval = serializers.ListField(
         child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True
     )
-    rank = serializers.IntegerField(help_text="1 + the number of models significantly better.")
+    rank = serializers.IntegerField(
+        allow_null=True,
+        help_text="1 + the number of models significantly better; null for a model whose value is undefined, "
+        "which is compared with none and listed last.",
+    )
     rank_range = serializers.ListField(
         child=serializers.IntegerField(),
         min_length=2,
         max_length=2,
-        help_text="[rank, models - the number of models significantly worse]",
+        allow_null=True,
+        help_text="[rank, models with a value - the number of models significantly worse]; null when undefined.",
     )
     indistinguishable_from = serializers.ListField(
         child=serializers.CharField(), help_text="Models whose difference interval contains zero."
@@ -333,7 +354,8 @@ class LeaderboardRowSerializer(serializers.Serializer):
         allow_null=True, help_text="The study's status then: running means before its final ranking existed."
     )
     variants = serializers.IntegerField(
-        help_text="How many models the owner submitted for this study, all counted (pending, failed, evaluated)."
+        help_text="How many models the owner submitted for this study, all counted (pending, evaluated), but for "
+        "those that failed on our side."
     )
     interval_adjusted = serializers.ListField(
         child=serializers.FloatField(),

@@ -15,6 +15,7 @@ import io
 import logging
 import math
 import re
+import secrets
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -28,6 +29,7 @@ from common.csvexport import unescape_cell
 from common.errors import ServiceError, StudyStateError, reported_errors
 from common.numbers import counted, finite_or_none
 from common.tasks import enqueue_each, enqueue_on_commit
+from metrics.correlation import MIN_WEIGHT_OFFSET, MIN_WEIGHT_OFFSET_MESSAGE
 from metrics.figures import (
     DEFAULT_WEIGHT_OFFSET,
     owner_part,
@@ -50,6 +52,16 @@ MAX_WEIGHT_OFFSET_MESSAGE = (
     f"n0 must be at most {MAX_WEIGHT_OFFSET:,.0f}: beyond it every rank weighs the same, as in ρ and τ"
 )
 SWEEP_RECOVERY = "the submissions sweep"
+EVALUATION_FAILED = (
+    "the evaluation failed on our side (reference {reference}): it does not count against your models for this "
+    "study, and its name is free; submit it again, and if it fails again, send us the reference"
+)
+
+
+class EvaluationFailed(ServiceError):
+    """A server error while evaluating a submission: its owner reads the plain message, the log the cause."""
+
+    status = 500
 
 
 # --- submissions ---------------------------------------------------------------------------------
@@ -104,9 +116,83 @@ def _parse_rows(*, data, source_format: str) -> list[tuple[str, dict]]:
     ]
 
 
+class OutOfRangeNumber(float):
+    """A JSON number that a 64-bit float cannot hold, as the float it rounds to (±inf, or 0 for a nonzero
+    number), with its ``text`` as sent: ``submission_parse`` refuses it by that text."""
+
+    def __new__(cls, text: str):
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+def json_number(text: str) -> float:
+    """A JSON number of a submission as a float (the JSON parser's ``parse_float``); one beyond the float
+    range, or nonzero but read as 0, as an ``OutOfRangeNumber`` that keeps its text."""
+    value = float(text)
+    if math.isinf(value) or (value == 0.0 and _nonzero(text)):
+        return OutOfRangeNumber(text)
+    return value
+
+
+def _nonzero(text: str) -> bool:
+    """Whether the number written as ``text`` has a nonzero digit before its exponent."""
+    mantissa = re.split(r"[eE]", text, maxsplit=1)[0]
+    return any(character.isdecimal() and int(character) != 0 for character in mantissa)
+
+
+SCORE_BEYOND_RANGE = "is beyond the range of a 64-bit float (about ±1.8e308); rescale your scores"
+SCORE_UNDERFLOW = (
+    "is too close to 0 for a 64-bit float, which would read it as 0 and tie it with every other such score "
+    "(the smallest is about 4.9e-324); rescale your scores"
+)
+
+
+def _score(raw) -> tuple[float, str]:
+    """A submitted score (a JSON number or string, or a CSV cell) as a float, and "" when it is one; else
+    NaN and why it is refused: not a number, not finite, beyond the float range, or a nonzero number that
+    would read as 0 (which would tie it with every other such score). Subnormal numbers are accepted."""
+    if isinstance(raw, OutOfRangeNumber):
+        text = raw.text
+    elif isinstance(raw, float):
+        return (raw, "") if math.isfinite(raw) else (math.nan, "is not a finite number")
+    elif isinstance(raw, int) and not isinstance(raw, bool):
+        text = str(raw)  # an integer of any size: float() of a huge one raises OverflowError
+    elif isinstance(raw, str):
+        text = raw
+    else:
+        return math.nan, "is not a number"
+    try:
+        value = float(text)
+    except ValueError:
+        return math.nan, "is not a number"
+    if math.isnan(value) or (math.isinf(value) and text.strip().lstrip("+-").lower() in ("inf", "infinity")):
+        return math.nan, "is not a finite number"
+    if math.isinf(value):
+        return math.nan, SCORE_BEYOND_RANGE
+    if value == 0.0 and _nonzero(text):
+        return math.nan, SCORE_UNDERFLOW
+    return value, ""
+
+
+SHOWN_CHARACTERS = 40  # a score is echoed in full up to this length, else its start and its length
+
+
+def _shown(raw) -> str:
+    """A submitted score as an error message echoes it: strings quoted, long ones cut."""
+    text = raw.text if isinstance(raw, OutOfRangeNumber) else raw if isinstance(raw, str) else repr(raw)
+    quoted = isinstance(raw, str)
+    if len(text) <= SHOWN_CHARACTERS:
+        return repr(text) if quoted else text
+    start = text[: SHOWN_CHARACTERS // 2] + "…"
+    unit = "characters" if quoted or not text.lstrip("+-").isdigit() else "digits"
+    return f"{repr(start) if quoted else start} ({len(text):,} {unit})"
+
+
 def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
     """Scores by item index (NaN where not given) from submitted rows, or a ServiceError listing the
-    first offending rows: unknown items, duplicates, missing, non-numeric, NaN or infinite scores."""
+    first offending rows: unknown items, duplicates, missing, non-numeric, NaN or infinite scores, and
+    scores a 64-bit float cannot hold (``_score``), each named by its row and its item."""
     rows = _parse_rows(data=data, source_format=source_format)
     if not rows:
         raise ServiceError("the submission holds no scores")
@@ -117,7 +203,9 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
     )
     index_of_id = {pk: index for pk, index, _, _ in items}
     index_of_pair = {}
+    pair_of_index = {}
     for _, index, a, b in items:
+        pair_of_index[index] = f"the pair {a!r} – {b!r}"  # the study's texts: bounded, unlike a row's
         index_of_pair[(_normalise(a), _normalise(b))] = index
         index_of_pair[(_normalise(b), _normalise(a))] = index
     scores = np.full(len(items), np.nan)
@@ -138,6 +226,7 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
             if index is None:
                 errors.append(f"{where}: item {item_id} is not an item of study {study.slug!r}")
                 continue
+            named = f"item {item_id}"
         elif row.get("token_a") not in (None, "") and row.get("token_b") not in (None, ""):
             index = index_of_pair.get((_normalise(row["token_a"]), _normalise(row["token_b"])))
             if index is None:
@@ -146,17 +235,13 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
                     f"{study.slug!r}"
                 )
                 continue
+            named = pair_of_index[index]
         else:
             errors.append(f"{where}: give the item id, or token_a and token_b")
             continue
-        raw = row.get("score")
-        try:
-            value = float(raw) if not isinstance(raw, bool) else math.nan
-        except (TypeError, ValueError):
-            errors.append(f"{where}: the score {raw!r} is not a number")
-            continue
-        if not math.isfinite(value):
-            errors.append(f"{where}: the score {raw!r} is not a finite number")
+        value, problem = _score(row.get("score"))
+        if problem:
+            errors.append(f"{where}, {named}: the score {_shown(row.get('score'))} {problem}")
             continue
         if index in first_seen:
             errors.append(f"{where}: this item was already scored at {first_seen[index]}")
@@ -190,7 +275,8 @@ def seal_create(*, study: Study, owner, model_name: str, sha256: str) -> Seal:
             raise StudyStateError(
                 f"you already sealed a model named {model_name!r} for this study; seals are kept"
             )
-        if Submission.objects.filter(study=study, owner=owner, model_name=model_name).exists():
+        submitted = Submission.objects.filter(study=study, owner=owner, model_name=model_name)
+        if submitted.exclude(status=Submission.Status.FAILED).exists():
             raise StudyStateError(
                 f"you already submitted a model named {model_name!r}: a seal comes before it"
             )
@@ -209,8 +295,11 @@ def _model_name(model_name) -> str:
 
 def _check_variants(study: Study, owner, *, revealing: Seal | None = None) -> None:
     """Refuse past the study's cap of variants per owner: submissions and seals not yet revealed (the one
-    being revealed aside) count, whatever became of them. Call with the study's row locked."""
-    submitted = Submission.objects.filter(study=study, owner=owner).count()
+    being revealed aside) count, whatever became of them, but for a submission that failed on our side.
+    Call with the study's row locked."""
+    submitted = (
+        Submission.objects.filter(study=study, owner=owner).exclude(status=Submission.Status.FAILED).count()
+    )
     sealed = Seal.objects.filter(study=study, owner=owner, submission__isnull=True)
     if revealing is not None:
         sealed = sealed.exclude(pk=revealing.pk)
@@ -218,8 +307,8 @@ def _check_variants(study: Study, owner, *, revealing: Seal | None = None) -> No
     if used >= study.max_variants_per_owner:
         raise StudyStateError(
             f"you have submitted {used} model{'s' if used != 1 else ''} for this study, its limit per owner "
-            f"({study.max_variants_per_owner}); every submission counts, sealed, pending, failed or evaluated, so "
-            "that the leaderboard can say how many variants each owner tried"
+            f"({study.max_variants_per_owner}); every submission counts, sealed, pending or evaluated (not one that "
+            "failed on our side), so that the leaderboard can say how many variants each owner tried"
         )
 
 
@@ -230,8 +319,9 @@ def submission_create(
 
     Refused: a study that has not finished (409), a model name the owner already used for this
     study (409), an owner who has submitted the study's ``max_variants_per_owner`` models already
-    (409: every submission counts, whatever became of it), coverage below the study's minimum (400),
-    and any bad row (400, listed).
+    (409: every submission counts, but for one that failed on our side), coverage below the study's
+    minimum (400), and any bad row (400, listed). An evaluation that fails here raises
+    ``EvaluationFailed`` (500) with the plain message the submission keeps.
     """
     if source_format not in ("json", "csv"):
         raise ServiceError(f"the format must be json or csv, got {source_format!r}")
@@ -308,7 +398,10 @@ def _progress(submission_id: int, percent: int) -> None:
 
 def submission_evaluate(*, submission_id: int) -> Evaluation | None:
     """The evaluation at the study's defaults (n0 = 2, its K), storing status and progress, with the
-    standing at the default n0; the standings at the leaderboard's other n0 follow in a task."""
+    standing at the default n0; the standings at the leaderboard's other n0 follow in a task.
+
+    A server error on the way fails the submission (``_submission_failed``): the log gets the cause and a
+    reference, the owner a plain message with that reference, raised as ``EvaluationFailed``."""
     submission = Submission.objects.select_related("study").filter(pk=submission_id).first()
     if submission is None:
         logger.warning("submission %s does not exist", submission_id)
@@ -334,12 +427,26 @@ def submission_evaluate(*, submission_id: int) -> Evaluation | None:
         else:
             standing_evaluation = evaluation
         _standing_store(submission, DEFAULT_WEIGHT_OFFSET, standing_evaluation.result, part=ranked)
-    except Exception as exc:  # recorded for the model owner, then raised for the worker's log
-        Submission.objects.filter(pk=submission_id).update(status=Submission.Status.FAILED, error=str(exc))
-        raise
+    except Exception as exc:
+        reference = secrets.token_hex(6)
+        logger.exception("the evaluation of submission %s failed (reference %s)", submission_id, reference)
+        message = EVALUATION_FAILED.format(reference=reference)
+        _submission_failed(submission_id, message)
+        raise EvaluationFailed(message) from exc
     Submission.objects.filter(pk=submission_id).update(status=Submission.Status.DONE, progress=100)
     enqueue_on_commit("metrics.submission_standings", submission_id, recovered_by=SWEEP_RECOVERY)
     return evaluation
+
+
+def _submission_failed(submission_id: int, message: str) -> None:
+    """Record a failure on our side: status failed with ``message``, no figure of it kept, and its seal
+    freed for the retry (a failed submission holds neither its name nor a variant: ``_check_variants``)."""
+    with transaction.atomic():
+        Evaluation.objects.filter(submission_id=submission_id).delete()
+        Standing.objects.filter(submission_id=submission_id).delete()
+        Submission.objects.filter(pk=submission_id).update(
+            status=Submission.Status.FAILED, error=message, seal=None
+        )
 
 
 def submission_standings(*, submission_id: int) -> int:
@@ -425,8 +532,8 @@ def evaluation_for(
 ) -> Evaluation:
     """The submission's evaluation for this n0 and K over ``part`` of the items: stored once, then read
     back."""
-    if not math.isfinite(weight_offset) or weight_offset <= -1:
-        raise ServiceError(f"n0 must be a number greater than -1, got {weight_offset}")
+    if not math.isfinite(weight_offset) or weight_offset < MIN_WEIGHT_OFFSET:
+        raise ServiceError(f"{MIN_WEIGHT_OFFSET_MESSAGE}, got {weight_offset:g}")
     if weight_offset > MAX_WEIGHT_OFFSET:
         raise ServiceError(f"{MAX_WEIGHT_OFFSET_MESSAGE}, got {weight_offset:g}")
     item_count = len(submission.scores) if part == Part.ALL else int(part_mask(submission.study, part).sum())

@@ -19,7 +19,7 @@ from collection.models import Study
 from common.csvexport import csv_download
 from common.errors import ServiceError
 from metrics import services
-from metrics.evaluation import COEFFICIENTS, indistinguishable_groups
+from metrics.evaluation import COEFFICIENTS, indistinguishable_groups, undefined_summary
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, owner_part, part_top_k
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
 from metrics.leaderboard import annotator_view, leaderboard_for
@@ -105,6 +105,7 @@ def leaderboard(request, slug: str):
                 "items": area["items"],
                 "covered": area["covered"],
                 "cells": [area[name] for name in COEFFICIENTS],
+                "undefined": undefined_summary(area),
             }
             for row in rows
             for area in row["areas"]
@@ -154,7 +155,13 @@ def submit(request, slug: str):
                 source_format="csv",
             )
         except ServiceError as exc:
-            context = {"study": study, "form": form, "problem": exc.message, "problems": exc.errors}
+            context = {
+                "study": study,
+                "form": form,
+                "problem": exc.message,
+                "problems": exc.errors,
+                "our_side": exc.status >= 500,
+            }
             return render(request, "metrics/submit.html", context, status=exc.status)
         return redirect("metrics:submission", submission_id=submission.pk)
     status = 400 if request.method == "POST" else 200
@@ -213,6 +220,8 @@ def submission(request, submission_id: int):
         if test_part
         else None,
         test_part_items=test_part["items"] if test_part else None,
+        test_part_undefined=undefined_summary(test_part) if test_part else [],
+        undefined=undefined_summary(result),
         coefficients=[
             {
                 "name": name,

@@ -18,6 +18,7 @@ from rest_framework.authtoken.models import Token as ApiToken
 
 from collection.models import Study
 from metrics import services
+from metrics.correlation import MIN_WEIGHT_OFFSET_MESSAGE
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Evaluation, Submission
 from tests.factories import make_study
@@ -340,12 +341,12 @@ def test_nan_infinite_and_non_numeric_scores_in_json_are_refused_by_row(study, o
         400,
         "the submission has 6 problems; nothing was stored",
         [
-            "scores[0]: the score nan is not a finite number",
-            "scores[1]: the score inf is not a finite number",
-            "scores[2]: the score '-inf' is not a finite number",
-            "scores[3]: the score 'high' is not a number",
-            "scores[4]: the score None is not a number",
-            "scores[5]: the score True is not a finite number",
+            f"scores[0], item {item_ids[0]}: the score nan is not a finite number",
+            f"scores[1], item {item_ids[1]}: the score inf is not a finite number",
+            f"scores[2], item {item_ids[2]}: the score '-inf' is not a finite number",
+            f"scores[3], item {item_ids[3]}: the score 'high' is not a number",
+            f"scores[4], item {item_ids[4]}: the score None is not a number",
+            f"scores[5], item {item_ids[5]}: the score True is not a number",
         ],
     )
 
@@ -364,10 +365,10 @@ def test_nan_infinite_empty_and_non_numeric_scores_in_a_csv_are_refused_by_line(
         400,
         "the submission has 4 problems; nothing was stored",
         [
-            "line 3: the score 'nan' is not a finite number",
-            "line 4: the score 'inf' is not a finite number",
-            "line 5: the score 'abc' is not a number",
-            "line 6: the score '' is not a number",
+            f"line 3, item {item_ids[1]}: the score 'nan' is not a finite number",
+            f"line 4, item {item_ids[2]}: the score 'inf' is not a finite number",
+            f"line 5, item {item_ids[3]}: the score 'abc' is not a number",
+            f"line 6, item {item_ids[4]}: the score '' is not a number",
         ],
     )
 
@@ -659,7 +660,7 @@ def test_an_evaluation_without_settings_is_the_one_at_the_defaults(study, owner)
 @pytest.mark.parametrize(
     ("query", "detail"),
     [
-        ({"n0": "-1"}, "n0 must be a number greater than -1, got -1.0"),
+        ({"n0": "-1"}, f"n0: {MIN_WEIGHT_OFFSET_MESSAGE}"),
         ({"n0": "abc"}, "n0: A valid number is required."),
         ({"n0": "nan"}, "n0: A valid number is required."),
         ({"k": "0"}, "k: Ensure this value is greater than or equal to 1."),
@@ -803,6 +804,7 @@ def test_the_leaderboard_downloads_as_csv(study, three_models):
         "variants": "2",  # alice's two models
         "adjusted_interval_low": repr(expected["interval_adjusted"][0]),
         "adjusted_interval_high": repr(expected["interval_adjusted"][1]),
+        "undefined": "",  # why the value is undefined, for a model whose value is
     }
 
 
@@ -819,7 +821,7 @@ def test_a_leaderboard_without_models_is_empty(study):
         (
             {"n0": "3"},
             "n0: the leaderboard offers n0 = 0, 1, 2, 5, 10, got 3; your own submissions can be evaluated at any "
-            "n0 greater than -1 at /api/submissions/<id>/evaluation/",
+            "n0 from -0.9 to 1,000,000 at /api/submissions/<id>/evaluation/",
         ),
         ({"n0": "x"}, "n0: A valid number is required."),
     ],

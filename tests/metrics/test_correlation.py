@@ -204,7 +204,7 @@ def test_a_constant_ranking_gives_nan():
         ([1], [1], 2.0, "at least two items"),
         ([0, 1, 2], [1, 2, 3], 2.0, "ranks_a must start at 1"),
         ([1, 2, float("nan")], [1, 2, 3], 2.0, "position 2"),
-        ([1, 2, 3], [1, 2, 3], -1.0, "greater than -1"),
+        ([1, 2, 3], [1, 2, 3], -1.0, r"n0 must be at least -0\.9: .*, got -1\.0"),
         ([[1, 2]], [[1, 2]], 2.0, "one-dimensional"),
     ],
 )

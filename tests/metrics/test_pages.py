@@ -312,8 +312,8 @@ def test_bad_rows_are_shown_with_their_lines_and_nothing_is_stored(study, owner)
         [
             "line 3: this item was already scored at line 2",
             f"line 4: item 999999 is not an item of study '{study.slug}'",
-            "line 5: the score 'nan' is not a finite number",
-            "line 6: the score 'high' is not a number",
+            f"line 5, item {second}: the score 'nan' is not a finite number",
+            f"line 6, item {second}: the score 'high' is not a number",
         ]
     )
     assert found.attributes["id_model_name"]["value"] == "bad"  # the form keeps what was typed
@@ -517,11 +517,11 @@ def test_a_running_evaluation_shows_its_progress_and_reloads_every_2_seconds(
 
 def test_a_failed_evaluation_shows_its_error(study, owner):
     upload(owner, study, "truth", truth_csv(study))
-    Submission.objects.update(status=Submission.Status.FAILED, error="the worker ran out of memory")
+    Submission.objects.update(status=Submission.Status.FAILED, error="the evaluation failed on our side")
 
     found = page(owner.get(f"/models/submissions/{Submission.objects.get().pk}/"))
 
-    assert found.text["evaluation-failed"] == "The evaluation failed: the worker ran out of memory"
+    assert found.text["evaluation-failed"] == "The evaluation failed on our side."
 
 
 def test_another_owners_submission_page_is_404_and_a_visitor_is_sent_to_the_login(

@@ -135,8 +135,8 @@ def test_bad_rows_are_listed_and_nothing_is_stored(voted_study):
     assert raised.value.errors == [
         "scores[1]: this item was already scored at scores[0]",
         f"scores[2]: item 999999 is not an item of study '{study.slug}'",
-        "scores[3]: the score 'high' is not a number",
-        "scores[4]: the score nan is not a finite number",
+        f"scores[3], item {second.pk}: the score 'high' is not a number",
+        f"scores[4], item {second.pk}: the score nan is not a finite number",
         f"scores[5]: the pair 'no' – 'such' is not an item of study '{study.slug}'",
         "scores[6]: give the item id, or token_a and token_b",
     ]
