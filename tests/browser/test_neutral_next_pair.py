@@ -3,11 +3,14 @@
 A side that still looks hovered, focused or chosen when the next pair appears invites the annotator to
 pick it again: a position bias the instrument must not have. Each test records the computed look of
 both choice buttons when the page is fresh and untouched, votes, and compares once the next pair is in.
+On a phone it also compares the pixels of a screenshot: Chromium paints its tap highlight
+(``-webkit-tap-highlight-color``) outside the element's style, over the side just tapped.
 """
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.pixels import colours_at, inner_corners
 from tests.browser.test_voting import consent, study_with_words
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,15 +42,30 @@ def expect_neither_side_selected(page, untouched: list[dict]) -> None:
     assert focused not in {"choice-left", "choice-right", "choice-tie"}
 
 
-def test_on_a_phone_the_pair_after_a_tap_arrives_with_neither_side_highlighted(phone_page, live_server):
+TAP_HIGHLIGHT_JS = """["left", "right"].map(
+    (side) => getComputedStyle(document.getElementById("choice-" + side)).webkitTapHighlightColor
+)"""
+
+
+def test_on_a_phone_the_pair_after_a_tap_arrives_with_neither_side_highlighted(
+    phone_page, live_server, chromium
+):
+    decoder = chromium.new_page()
     study = study_with_words(votes_per_annotator_per_ballot=None)
     consent(phone_page, live_server, study)
     expect(phone_page.locator("#vote-keys")).to_be_visible()  # vote.js runs: no reload between pairs
     untouched = looks(phone_page)
     assert untouched[0] == untouched[1]
+    # Chromium's own tap highlight (a translucent blue by default) is off for both sides.
+    assert phone_page.evaluate(TAP_HIGHLIGHT_JS) == ["rgba(0, 0, 0, 0)"] * 2
+    corners = inner_corners(phone_page, "#choice-left") + inner_corners(phone_page, "#choice-right")
+    untouched_pixels = colours_at(decoder, phone_page.screenshot(), corners)
+    assert len(set(untouched_pixels)) == 1
 
     for side in ["left", "right", "left"]:
         vote_and_wait_for_the_next_pair(phone_page, phone_page.locator(f"#choice-{side}").tap)
+        # At once, while a highlight of the tap would still show on the side just tapped.
+        assert colours_at(decoder, phone_page.screenshot(), corners) == untouched_pixels
         expect_neither_side_selected(phone_page, untouched)
 
 
