@@ -21,12 +21,13 @@ import random
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import F
 
 from collection import limits
 from collection.models import Annotator, Check, CheckAnswer, Item, Study
 from collection.pools import _csv_rows, _decode_upload, _normalise
 from common.errors import ServiceError, reported_errors
-from common.numbers import counted
+from common.numbers import counted, listed
 
 # The draws of check_due when the caller passes none: a check is a sample, not a secret.
 _DRAWS = random.Random()
@@ -203,31 +204,66 @@ def check_problems(
     expected: str,
     instruction: str,
 ) -> list[str]:
-    """What is wrong with a check for ``study``, in words (empty when it is fine)."""
-    problems = []
-    if kind not in Check.Kind.values:
-        problems.append(f'kind must be "gold" or "instructed", got {kind!r}')
-    if expected not in Check.Side.values:
-        problems.append(f'expected must be "left" or "right", got {expected!r}')
-    for side, item in (("left", left_item), ("right", right_item)):
-        if item is not None and item.study_id != study.pk:
-            problems.append(f"the {side} item {item.pk} is not an item of study {study.slug!r}")
-    if left_item is not None and right_item is not None and left_item.pk == right_item.pk:
-        problems.append("a check shows two different items; both sides are the same item")
-    if kind == Check.Kind.INSTRUCTED and not instruction.strip():
-        problems.append(
-            'an instructed-response check needs its instruction, e.g. "For this one, choose the pair on the left."'
+    """What is wrong with a check for ``study``, in words (empty when it is fine): ``Check.problems``,
+    the rules the admin's form applies too."""
+    return Check(
+        study=study,
+        kind=kind,
+        left_item=left_item,
+        right_item=right_item,
+        expected=expected,
+        instruction=instruction,
+    ).problems()
+
+
+def check_item_key(first: str, second: str) -> frozenset[str]:
+    """How a check names an item: its two tokens, in either order, in any case and spacing."""
+    return frozenset(_normalise(name).casefold() for name in (first, second))
+
+
+def study_items_by_tokens(*, study: Study) -> dict[frozenset[str], Item]:
+    """The study's items by ``check_item_key`` of their tokens, with their areas (a study holds at most
+    ``limits.MAX_ITEMS``)."""
+    return {
+        check_item_key(item.token_a.text, item.token_b.text): item
+        for item in study.items.select_related("token_a", "token_b", "area")
+    }
+
+
+def check_item_missing(first: str, second: str, side: str) -> str:
+    """The problem of a side whose two tokens name no item of the study."""
+    return f"no item of the study pairs {_normalise(first)!r} with {_normalise(second)!r} ({side})"
+
+
+# The gold checks a study ranked per area refuses, named in a refusal at most this many at a time.
+_CHECKS_NAMED = 5
+
+
+def checks_across_areas_problem(*, study: Study) -> str | None:
+    """Why ``study`` cannot be ranked per area while gold checks of it set items of two semantic areas
+    against each other (``Check.problems`` refuses such a check in a study ranked per area), or None."""
+    across = (
+        Check.objects.filter(study=study, kind=Check.Kind.GOLD)
+        .exclude(left_item__area=F("right_item__area"))
+        .select_related(
+            "left_item__token_a", "left_item__token_b", "right_item__token_a", "right_item__token_b"
         )
-    if kind == Check.Kind.GOLD and instruction.strip():
-        problems.append(
-            "a gold comparison shows the study's question, not an instruction: leave the instruction blank, "
-            'or make it an "instructed" check'
-        )
-    if len(instruction) > Check.INSTRUCTION_MAX_LENGTH:
-        problems.append(
-            f"the instruction is {len(instruction):,} characters long; at most {Check.INSTRUCTION_MAX_LENGTH}"
-        )
-    return problems
+        .order_by("pk")
+    )
+    count = across.count()
+    if not count:
+        return None
+    named = [f"{check.pk} ({check.left_item} against {check.right_item})" for check in across[:_CHECKS_NAMED]]
+    if count > _CHECKS_NAMED:
+        named.append(f"{count - _CHECKS_NAMED:,} more")
+    one = count == 1
+    return (
+        "a study ranked per area compares items of one semantic area only, and its "
+        f"{'gold check' if one else 'gold checks'} {listed(named)} {'sets' if one else 'set'} items of two "
+        "areas against each other, where annotators would tell "
+        f"{'it' if one else 'them'} from a comparison: delete {'it' if one else 'them'}, or make "
+        f"{'it an instructed-response check' if one else 'them instructed-response checks'}, first"
+    )
 
 
 def _require_room(study: Study, adding: int) -> None:
@@ -280,24 +316,16 @@ def checks_import(*, study: Study, data: bytes | str) -> int:
     text = _decode_upload(data, what="checks")
     rows, _separator = _csv_rows(text, CHECK_COLUMNS, ("instruction",), what="checks")
     _require_room(study, len(rows))
-    items = {
-        frozenset((a.casefold(), b.casefold())): item
-        for item, a, b in (
-            (item, _normalise(item.token_a.text), _normalise(item.token_b.text))
-            for item in study.items.select_related("token_a", "token_b")
-        )
-    }
+    items = study_items_by_tokens(study=study)
     errors: list[str] = []
     checks: list[Check] = []
     for line, row in rows:
         sides = {}
         for side in ("left", "right"):
-            names = (_normalise(row[f"{side}_a"]), _normalise(row[f"{side}_b"]))
-            sides[side] = items.get(frozenset(name.casefold() for name in names))
+            names = (row[f"{side}_a"], row[f"{side}_b"])
+            sides[side] = items.get(check_item_key(*names))
             if sides[side] is None:
-                errors.append(
-                    f"line {line}: no item of the study pairs {names[0]!r} with {names[1]!r} ({side})"
-                )
+                errors.append(f"line {line}: {check_item_missing(*names, side)}")
         kind = row["kind"].strip().lower()
         expected = row["expected"].strip().lower()
         instruction = " ".join(row.get("instruction", "").split())

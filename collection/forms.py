@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
+from functools import cached_property
 
 from django import forms
 from django.db import models
 from django.utils.html import escape
 
 from collection import limits
-from collection.checks import check_problems
-from collection.models import Check, Study
+from collection.checks import check_item_key, check_item_missing, study_items_by_tokens
+from collection.models import Check, Study, Token
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import STUDY_SETTINGS, study_setting_problems
 from common.serializers import MAX_DATABASE_ID
@@ -224,28 +225,70 @@ class DuplicateForm(forms.Form):
         return slug
 
 
+class ChecksUploadForm(UploadForm):
+    file = forms.FileField(
+        label="Checks CSV",
+        help_text=(
+            "One check per line: kind, left_a, left_b, right_a, right_b, expected[, instruction]. kind is "
+            "gold or instructed; each side names an item of the study by its two tokens, in either order; "
+            "expected is left or right; an instructed-response check gives its instruction. A first line "
+            "naming the columns is optional. The checks are added to the study's; a file with any problem "
+            "adds none. UTF-8, at most 2 MiB."
+        ),
+    )
+
+
+def _token_field(label: str) -> forms.CharField:
+    return forms.CharField(label=label, max_length=Token.MAX_LENGTH)
+
+
 class CheckInlineForm(forms.ModelForm):
-    """A check on the study's page: its items must be the study's, its instruction fit its kind."""
+    """A check on the study's page, each of its items named by its two tokens as in a checks file
+    (``checks_import``); the model's rules (``Check.problems``) judge it."""
+
+    left_a = _token_field("Left: token")
+    left_b = _token_field("Left: other token")
+    right_a = _token_field("Right: token")
+    right_b = _token_field("Right: other token")
 
     class Meta:
         model = Check
-        fields = ("kind", "left_item", "right_item", "expected", "instruction")
+        fields = ("kind", "left_a", "left_b", "right_a", "right_b", "expected", "instruction")
+
+    def __init__(self, *args, study_items=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The study's items by their tokens, built once for all the rows of a formset (``CheckFormSet``).
+        self._study_items = study_items or (lambda: study_items_by_tokens(study=self.instance.study))
+        for side in ("left", "right"):
+            item = getattr(self.instance, f"{side}_item") if self.instance.pk else None
+            if item is not None:
+                self.initial.setdefault(f"{side}_a", item.token_a.text)
+                self.initial.setdefault(f"{side}_b", item.token_b.text)
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.study_id is None or self.errors:  # the inline formset sets the study first
-            return cleaned
-        problems = check_problems(
-            study=self.instance.study,
-            kind=cleaned.get("kind", ""),
-            left_item=cleaned.get("left_item"),
-            right_item=cleaned.get("right_item"),
-            expected=cleaned.get("expected", ""),
-            instruction=cleaned.get("instruction", ""),
-        )
-        if problems:
-            raise forms.ValidationError(problems)
+        names = {side: (cleaned.get(f"{side}_a"), cleaned.get(f"{side}_b")) for side in ("left", "right")}
+        if self.instance.study_id is None or any(None in pair for pair in names.values()):
+            return cleaned  # a token left out is the field's error
+        items = self._study_items()
+        for side, pair in names.items():
+            item = items.get(check_item_key(*pair))
+            if item is None:
+                self.add_error(None, check_item_missing(*pair, side))
+            else:
+                setattr(self.instance, f"{side}_item", item)
         return cleaned
+
+
+class CheckFormSet(forms.BaseInlineFormSet):
+    """The checks of the study's page: the study's items are read once for all the rows."""
+
+    def get_form_kwargs(self, index):
+        return {**super().get_form_kwargs(index), "study_items": lambda: self.study_items}
+
+    @cached_property
+    def study_items(self) -> dict:
+        return study_items_by_tokens(study=self.instance)
 
 
 ASSIGNMENT_MISSING = "the form did not say which comparison you voted on; open it again and vote"

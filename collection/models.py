@@ -12,6 +12,7 @@ import secrets
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection, models
 from django.db.models import F, OuterRef, Q, Subquery, Sum
@@ -1086,6 +1087,59 @@ class Check(models.Model):
     @property
     def question_shown(self) -> str:
         return self.instruction or self.study.question
+
+    def problems(self) -> list[str]:
+        """What is wrong with this check for its study, in words (empty when it is fine).
+
+        The one set of rules behind ``clean`` (the admin's form), ``check_create`` and ``checks_import``.
+        An item may be unset (None): a name that matched no item, reported by the caller.
+        """
+        problems = []
+        if self.kind not in self.Kind.values:
+            problems.append(f'kind must be "gold" or "instructed", got {self.kind!r}')
+        if self.expected not in self.Side.values:
+            problems.append(f'expected must be "left" or "right", got {self.expected!r}')
+        left = self.left_item if self.left_item_id is not None else None
+        right = self.right_item if self.right_item_id is not None else None
+        for side, item in (("left", left), ("right", right)):
+            if item is not None and item.study_id != self.study_id:
+                problems.append(f"the {side} item {item.pk} is not an item of study {self.study.slug!r}")
+        if left is not None and right is not None and left.pk == right.pk:
+            problems.append("a check shows two different items; both sides are the same item")
+        instruction = self.instruction or ""
+        if self.kind == self.Kind.INSTRUCTED and not instruction.strip():
+            problems.append(
+                'an instructed-response check needs its instruction, e.g. "For this one, choose the pair on '
+                'the left."'
+            )
+        if self.kind == self.Kind.GOLD and instruction.strip():
+            problems.append(
+                "a gold comparison shows the study's question, not an instruction: leave the instruction "
+                'blank, or make it an "instructed" check'
+            )
+        if len(instruction) > self.INSTRUCTION_MAX_LENGTH:
+            problems.append(
+                f"the instruction is {len(instruction):,} characters long; at most {self.INSTRUCTION_MAX_LENGTH}"
+            )
+        if (
+            self.kind == self.Kind.GOLD
+            and left is not None
+            and right is not None
+            and left.area_id != right.area_id
+            and self.study.ranking_scope == Study.RankingScope.PER_AREA
+        ):
+            # Every comparison of such a study pairs items of one area: a pair across areas is a check.
+            problems.append(
+                "a gold comparison of a study ranked per area sets two items of one semantic area against "
+                "each other, as every comparison of the study does; a check across areas would stand out: "
+                f"the left item {left} is in {left.area}, the right item {right} in {right.area}; choose two "
+                "items of one area"
+            )
+        return problems
+
+    def clean(self) -> None:
+        if problems := self.problems():
+            raise ValidationError(problems)
 
 
 class CheckAnswer(models.Model):

@@ -18,6 +18,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from collection import limits
+from collection.checks import checks_across_areas_problem
 from collection.models import Check, Item, SemanticArea, Study, StudyChange, Token
 from common.errors import ServiceError, StudyStateError
 from scoring.plan import AreaPlans, BallotPlan, area_plans, ballot_plan, plan_for_budget
@@ -216,7 +217,8 @@ def study_setting_problems(*, study: Study, changed) -> list[tuple[str | None, s
     """(setting or None, message) for every rule that ``study``, its ``changed`` settings set, breaks.
 
     The rules that need more than one field: M or a budget but not both, a plan possible for the items
-    of the draft, a slug not taken, and the database's check constraints, said in words.
+    of the draft, no gold check across areas in a study ranked per area, a slug not taken, and the
+    database's check constraints, said in words.
     """
     changed = set(changed)
     problems: list[tuple[str | None, str]] = []
@@ -241,6 +243,13 @@ def study_setting_problems(*, study: Study, changed) -> list[tuple[str | None, s
                     "derived from it. Clear one of the two fields",
                 )
             )
+    if (
+        "ranking_scope" in changed
+        and study.pk is not None
+        and study.ranking_scope == Study.RankingScope.PER_AREA
+    ):
+        if across := checks_across_areas_problem(study=study):
+            problems.append(("ranking_scope", across))
     if "slug" in changed and Study.objects.filter(slug=study.slug).exclude(pk=study.pk).exists():
         problems.append(("slug", f"a study with the slug {study.slug!r} exists already; choose another"))
     checked = {f.name for f in Study._meta.concrete_fields} - changed | {name for name, _ in problems}

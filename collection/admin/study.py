@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from collection import limits
 from collection.admin.display import progress_bar, sentence
 from collection.admin.study_pages import StudyPages
-from collection.forms import CheckInlineForm, StudyAdminForm
+from collection.forms import CheckFormSet, CheckInlineForm, StudyAdminForm
 from collection.jobs import study_job_done_count
 from collection.models import Ballot, Check, Study, StudyChange
 from collection.parts import hidden_part_visible_to, split_summary
@@ -41,8 +41,9 @@ class CheckInline(admin.TabularInline):
 
     model = Check
     form = CheckInlineForm
-    fields = ("kind", "left_item", "right_item", "expected", "instruction")
-    raw_id_fields = ("left_item", "right_item")  # a study holds up to 20,000 items: no drop-down
+    formset = CheckFormSet
+    # Each item named by its two tokens, as in a checks file: a study holds up to 20,000 items.
+    fields = ("kind", "left_a", "left_b", "right_a", "right_b", "expected", "instruction")
     extra = 1
     max_num = limits.MAX_CHECKS
     verbose_name = "check"
@@ -50,6 +51,15 @@ class CheckInline(admin.TabularInline):
         "Checks: gold comparisons (the study's question, a known answer) and instructed-response checks "
         "(an instruction in place of the question), served at the check rate, never counted as votes"
     )
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(
+                "left_item__token_a", "left_item__token_b", "right_item__token_a", "right_item__token_b"
+            )
+        )
 
 
 @admin.register(Study)

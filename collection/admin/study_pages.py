@@ -14,7 +14,14 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from collection.admin.display import counted, sentence
-from collection.forms import DuplicateForm, ItemsGenerateForm, PairsUploadForm, TokensUploadForm
+from collection.checks import checks_import
+from collection.forms import (
+    ChecksUploadForm,
+    DuplicateForm,
+    ItemsGenerateForm,
+    PairsUploadForm,
+    TokensUploadForm,
+)
 from collection.jobs import items_generate_start
 from collection.lifecycle import study_close_current_ballot, study_start
 from collection.models import Ballot, Study, StudyJob
@@ -32,6 +39,7 @@ class StudyPages:
             ("tokens-upload", self.tokens_upload_view),
             ("items-generate", self.items_generate_view),
             ("items-upload", self.items_upload_view),
+            ("checks-upload", self.checks_upload_view),
             ("start", self.start_view),
             ("close-ballot", self.close_ballot_view),
             ("duplicate", self.duplicate_view),
@@ -225,6 +233,34 @@ class StudyPages:
                 "must have been uploaded already and belong to the same semantic area."
             ),
             submit="Upload pairs",
+            error=error,
+        )
+
+    def checks_upload_view(self, request, object_id):
+        study = self._study_or_404(request, object_id)  # in any state: a check is never a vote
+        form = ChecksUploadForm(request.POST or None, request.FILES or None)
+        error = None
+        if request.method == "POST" and form.is_valid():
+            try:
+                added = checks_import(study=study, data=form.cleaned_data["file"])
+            except ServiceError as exc:
+                error = exc
+            else:
+                self.message_user(
+                    request, f"Imported {counted(added, 'check')} into “{study}”.", messages.SUCCESS
+                )
+                return redirect(self._change_url(study, "#checks-group"))
+        return self._render_form(
+            request,
+            study,
+            form,
+            title=f"Upload checks into “{study}”",
+            intro=(
+                "Gold comparisons and instructed-response checks, added to the study's checks. The file is "
+                "imported whole or not at all: any bad line refuses it, with every problem listed by line "
+                "number. In a study ranked per area, a gold comparison pairs two items of one area."
+            ),
+            submit="Upload checks",
             error=error,
         )
 

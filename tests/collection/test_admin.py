@@ -23,6 +23,7 @@ CUSTOM_VIEWS = (
     "tokens_upload",
     "items_generate",
     "items_upload",
+    "checks_upload",
     "start",
     "close_ballot",
     "duplicate",
@@ -847,3 +848,4 @@ def test_a_staff_user_with_only_the_view_permission_sees_the_panels_but_no_butto
 
     assert element(html, "plan-n-comp") == "54"
     assert view_url("start", study) not in html and view_url("tokens_upload", study) not in html
+    assert view_url("checks_upload", study) not in html

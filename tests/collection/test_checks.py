@@ -95,6 +95,105 @@ def test_an_instructed_check_needs_its_instruction_and_a_gold_one_has_none():
     assert instructed_gold.value.message.startswith("a gold comparison shows the study's question")
 
 
+def area_item(study, area: int, a: int, b: int):
+    """The item pairing tokens area<area>-a and area<area>-b."""
+    return study.items.get(token_a__text=f"area{area}-{min(a, b)}", token_b__text=f"area{area}-{max(a, b)}")
+
+
+CROSS_AREAS = (
+    "a gold comparison of a study ranked per area sets two items of one semantic area against each "
+    "other, as every comparison of the study does; a check across areas would stand out"
+)
+
+
+def test_a_gold_check_across_areas_is_refused_in_a_study_ranked_per_area():
+    study = make_study(areas=2, ranking_scope="per_area")
+    left, right = area_item(study, 0, 0, 1), area_item(study, 1, 2, 3)
+
+    with pytest.raises(ServiceError) as refused:
+        check_create(study=study, kind="gold", left_item=left, right_item=right, expected="left")
+
+    assert refused.value.message == (
+        f"{CROSS_AREAS}: the left item area0-0 – area0-1 is in Area0, the right item area1-2 – area1-3 in "
+        "Area1; choose two items of one area"
+    )
+    assert not Check.objects.exists()
+
+
+def test_a_gold_check_within_an_area_of_a_per_area_study_or_across_areas_of_a_joint_one_is_accepted():
+    per_area = make_study(areas=2, ranking_scope="per_area")
+    joint = make_study(areas=2, ranking_scope="joint")
+
+    within = check_create(
+        study=per_area,
+        kind="gold",
+        left_item=area_item(per_area, 1, 0, 1),
+        right_item=area_item(per_area, 1, 2, 3),
+        expected="left",
+    )
+    across = check_create(
+        study=joint,
+        kind="gold",
+        left_item=area_item(joint, 0, 0, 1),
+        right_item=area_item(joint, 1, 2, 3),
+        expected="right",
+    )
+    # An instructed-response check shows its instruction in place of the question: it is a check in plain
+    # sight, whatever its items.
+    instructed_across = check_create(
+        study=per_area,
+        kind="instructed",
+        left_item=area_item(per_area, 0, 0, 1),
+        right_item=area_item(per_area, 1, 2, 3),
+        expected="left",
+        instruction="For this one, choose the pair on the left.",
+    )
+
+    assert set(Check.objects.values_list("pk", flat=True)) == {within.pk, across.pk, instructed_across.pk}
+
+
+def test_a_checks_file_with_a_gold_check_across_areas_of_a_per_area_study_imports_nothing():
+    study = make_study(areas=2, ranking_scope="per_area")
+    data = (
+        "kind,left_a,left_b,right_a,right_b,expected\n"
+        "gold,area0-0,area0-1,area0-2,area0-3,left\n"
+        "gold,area0-0,area0-1,area1-2,area1-3,left\n"
+    )
+
+    with pytest.raises(ServiceError) as refused:
+        checks_import(study=study, data=data)
+
+    assert refused.value.message == "the checks file has 1 problem; nothing was imported"
+    assert refused.value.errors == [
+        f"line 3: {CROSS_AREAS}: the left item area0-0 – area0-1 is in Area0, the right item area1-2 – "
+        "area1-3 in Area1; choose two items of one area"
+    ]
+    assert not Check.objects.exists()
+
+
+def test_the_model_validates_a_check_by_the_same_rules():
+    from django.core.exceptions import ValidationError
+
+    study = make_study(areas=2, ranking_scope="per_area")
+    check = Check(
+        study=study,
+        kind="gold",
+        left_item=area_item(study, 0, 0, 1),
+        right_item=area_item(study, 1, 2, 3),
+        expected="left",
+    )
+
+    with pytest.raises(ValidationError) as refused:
+        check.full_clean()
+
+    assert refused.value.message_dict == {
+        "__all__": [
+            f"{CROSS_AREAS}: the left item area0-0 – area0-1 is in Area0, the right item area1-2 – area1-3 "
+            "in Area1; choose two items of one area"
+        ]
+    }
+
+
 def test_the_database_refuses_a_check_of_one_item_twice_or_without_a_side():
     study = make_study()
     same = item(study, 0, 1)
@@ -453,12 +552,14 @@ def post_study_page(admin_client, study, rows: list[dict]):
     return admin_client.post(f"/admin/collection/study/{study.pk}/change/", data | inline_data(study, rows))
 
 
-def test_the_study_page_adds_checks_inline(admin_client):
+def test_the_study_page_adds_checks_inline_by_the_tokens_of_their_items(admin_client):
     study = make_study()
     row = {
         "kind": "instructed",
-        "left_item": item(study, 0, 1).pk,
-        "right_item": item(study, 2, 3).pk,
+        "left_a": "AREA0-1",  # any case, either order, as in a checks file
+        "left_b": " area0-0 ",
+        "right_a": "area0-2",
+        "right_b": "area0-3",
         "expected": "left",
         "instruction": "For this one, choose the pair on the left.",
     }
@@ -467,19 +568,63 @@ def test_the_study_page_adds_checks_inline(admin_client):
 
     assert response.status_code == 302
     check = Check.objects.get(study=study)
-    assert (check.kind, check.expected, check.instruction) == (
+    assert (check.kind, check.left_item, check.right_item, check.expected, check.instruction) == (
         "instructed",
+        item(study, 0, 1),
+        item(study, 2, 3),
         "left",
         "For this one, choose the pair on the left.",
     )
 
 
-def test_the_study_page_refuses_a_check_on_an_item_of_another_study(admin_client):
-    study, other = make_study(), make_study()
+def test_the_study_page_shows_each_check_by_the_tokens_of_its_items(admin_client):
+    study = make_study()
+    gold(study)
+
+    formset = (
+        admin_client.get(f"/admin/collection/study/{study.pk}/change/")
+        .context["inline_admin_formsets"][0]
+        .formset
+    )
+
+    shown = formset.forms[0]
+    assert {name: shown[name].value() for name in ("left_a", "left_b", "right_a", "right_b")} == {
+        "left_a": "area0-0",
+        "left_b": "area0-1",
+        "right_a": "area0-2",
+        "right_b": "area0-3",
+    }
+    assert "left_item" not in shown.fields and "right_item" not in shown.fields
+
+
+def test_the_study_page_refuses_tokens_that_pair_no_item_of_the_study(admin_client):
+    study, other = make_study(tokens=6), make_study(tokens=8)
+    assert other.items.filter(token_a__text="area0-6", token_b__text="area0-7").exists()
     row = {
         "kind": "gold",
-        "left_item": item(study, 0, 1).pk,
-        "right_item": item(other, 2, 3).pk,
+        "left_a": "area0-0",
+        "left_b": "area0-1",
+        "right_a": "area0-6",  # an item of the other study only
+        "right_b": "area0-7",
+        "expected": "left",
+    }
+
+    response = post_study_page(admin_client, study, [row])
+
+    assert response.status_code == 200
+    errors = response.context["inline_admin_formsets"][0].formset.errors
+    assert errors == [{"__all__": ["no item of the study pairs 'area0-6' with 'area0-7' (right)"]}]
+    assert not Check.objects.exists()
+
+
+def test_the_study_page_refuses_a_gold_check_across_areas_of_a_study_ranked_per_area(admin_client):
+    study = make_study(areas=2, ranking_scope="per_area")
+    row = {
+        "kind": "gold",
+        "left_a": "area0-0",
+        "left_b": "area0-1",
+        "right_a": "area1-2",
+        "right_b": "area1-3",
         "expected": "left",
     }
 
@@ -488,7 +633,65 @@ def test_the_study_page_refuses_a_check_on_an_item_of_another_study(admin_client
     assert response.status_code == 200
     errors = response.context["inline_admin_formsets"][0].formset.errors
     assert errors == [
-        {"__all__": [f"the right item {item(other, 2, 3).pk} is not an item of study {study.slug!r}"]}
+        {
+            "__all__": [
+                f"{CROSS_AREAS}: the left item area0-0 – area0-1 is in Area0, the right item area1-2 – "
+                "area1-3 in Area1; choose two items of one area"
+            ]
+        }
+    ]
+    assert not Check.objects.exists()
+
+
+def checks_upload(admin_client, study, content: str):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("checks.csv", content.encode(), content_type="text/csv")
+    return admin_client.post(f"/admin/collection/study/{study.pk}/checks-upload/", {"file": upload})
+
+
+def test_the_study_page_uploads_a_checks_file(admin_client):
+    from django.contrib.messages import get_messages
+
+    study = make_study()
+    data = (
+        "kind,left_a,left_b,right_a,right_b,expected,instruction\n"
+        "gold,area0-1,area0-0,area0-2,area0-3,left,\n"
+        'instructed,area0-0,area0-4,area0-1,area0-5,right,"For this one, choose the pair on the right."\n'
+    )
+
+    response = checks_upload(admin_client, study, data)
+
+    assert (response.status_code, response["Location"]) == (
+        302,
+        f"/admin/collection/study/{study.pk}/change/#checks-group",
+    )
+    assert [str(message) for message in get_messages(response.wsgi_request)] == [
+        f"Imported 2 checks into “{study}”."
+    ]
+    assert list(Check.objects.filter(study=study).values_list("kind", "left_item", "right_item")) == [
+        ("gold", item(study, 0, 1).pk, item(study, 2, 3).pk),
+        ("instructed", item(study, 0, 4).pk, item(study, 1, 5).pk),
+    ]
+
+
+def test_a_checks_file_with_problems_is_refused_on_the_study_page_and_imports_nothing(admin_client):
+    study = make_study(areas=2, ranking_scope="per_area")
+    data = (
+        "kind,left_a,left_b,right_a,right_b,expected\n"
+        "gold,area0-0,area0-1,area0-2,area0-3,left\n"
+        "gold,area0-0,area0-1,area1-2,area1-3,left\n"
+        "gold,area0-0,nowhere,area0-2,area0-3,left\n"
+    )
+
+    response = checks_upload(admin_client, study, data)
+
+    assert response.status_code == 400
+    assert response.context["error_message"] == "The checks file has 2 problems; nothing was imported."
+    assert response.context["error_lines"] == [
+        f"line 3: {CROSS_AREAS}: the left item area0-0 – area0-1 is in Area0, the right item area1-2 – "
+        "area1-3 in Area1; choose two items of one area",
+        "line 4: no item of the study pairs 'area0-0' with 'nowhere' (left)",
     ]
     assert not Check.objects.exists()
 

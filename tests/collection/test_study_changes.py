@@ -602,3 +602,58 @@ def test_a_change_waiting_for_a_start_is_judged_by_the_started_study():
         ]
     }
     assert (study.status, study.appearances, StudyChange.objects.count()) == ("running", 4, 0)
+
+
+# --- checks and the ranking scope ----------------------------------------------------------------
+
+
+def gold_across_areas(study: Study):
+    from collection.checks import check_create
+
+    def area_item(area: int, a: int, b: int):
+        return study.items.get(token_a__text=f"area{area}-{a}", token_b__text=f"area{area}-{b}")
+
+    within = check_create(
+        study=study, kind="gold", left_item=area_item(0, 0, 1), right_item=area_item(0, 2, 3), expected="left"
+    )
+    across = check_create(
+        study=study, kind="gold", left_item=area_item(0, 0, 1), right_item=area_item(1, 2, 3), expected="left"
+    )
+    return within, across
+
+
+def test_a_draft_whose_gold_checks_cross_areas_is_not_ranked_per_area_until_they_go(researcher_client):
+    through_api, through_admin = study_in("draft", areas=2), study_in("draft", areas=2)
+    across = {study: gold_across_areas(study)[1] for study in (through_api, through_admin)}
+
+    response = researcher_client.patch(
+        api_url(through_api), {"ranking_scope": "per_area"}, content_type="application/json"
+    )
+    page = admin_post(researcher_client, through_admin, {"ranking_scope": "per_area"})
+
+    def refusal(study):
+        return (
+            "a study ranked per area compares items of one semantic area only, and its gold check "
+            f"{across[study].pk} (area0-0 – area0-1 against area1-2 – area1-3) sets items of two areas "
+            "against each other, where annotators would tell it from a comparison: delete it, or make "
+            "it an instructed-response check, first"
+        )
+
+    assert (response.status_code, response.json()["errors"]) == (
+        400,
+        [f"ranking_scope: {refusal(through_api)}"],
+    )
+    assert page.status_code == 200
+    message = refusal(through_admin)
+    assert page.context["adminform"].form.errors["ranking_scope"] == [message[:1].upper() + message[1:] + "."]
+    assert [settings_of(study)["ranking_scope"] for study in (through_api, through_admin)] == ["joint"] * 2
+
+    for study in (through_api, through_admin):
+        across[study].delete()
+    response = researcher_client.patch(
+        api_url(through_api), {"ranking_scope": "per_area"}, content_type="application/json"
+    )
+    page = admin_post(researcher_client, through_admin, {"ranking_scope": "per_area"})
+
+    assert (response.status_code, page.status_code) == (200, 302)
+    assert [settings_of(study)["ranking_scope"] for study in (through_api, through_admin)] == ["per_area"] * 2
