@@ -27,7 +27,9 @@ same decision as all n repetitions.
 The plan chosen on the search repetitions is the one whose figure was luckiest among those near the
 threshold, so it is confirmed on fresh repetitions (seeds that took no part in the search) before it is
 returned: its bound on them must reach the threshold too. A plan that fails is not returned; the search
-goes on to the next plan in order that reaches. At most ``max_confirmations`` plans are confirmed, each
+goes on to the next plan in order that reaches, judged from then on with the failed confirmation's
+repetitions added to the search's (the plans cheaper than the failed one are not judged again, so after
+a failure the answer is the cheapest of the plans after it). At most ``max_confirmations`` plans are confirmed, each
 at the level 1 − (1 − c)/max_confirmations, so that the chance that any plan returned misses its target
 (in any area, for a study ranked per area) is at most 1 − c (Bonferroni).
 
