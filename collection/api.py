@@ -429,8 +429,9 @@ def study_job_body(job: StudyJob) -> dict:
 
 # --- annotators ----------------------------------------------------------------------------------
 
-# Session first, so that a request carrying the session cookie always passes the CSRF check.
-ANNOTATOR_AUTHENTICATION = [AnnotatorSessionAuthentication, HeaderTokenAuthentication]
+# The token first, so that an invalid one is 401 with the scheme (the settings' order); a request that
+# the session or the annotator cookie identifies, with no token, still passes the CSRF check.
+ANNOTATOR_AUTHENTICATION = [HeaderTokenAuthentication, AnnotatorSessionAuthentication]
 # JSON only: the annotators' endpoints are called by vote.js and API clients on every judgement, and
 # the browsable API's renderer would only add a negotiation to each of them.
 ANNOTATOR_RENDERERS = [JSONRenderer]

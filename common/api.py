@@ -15,7 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request as django_bad_request
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotAuthenticated, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -68,6 +68,13 @@ def error_body(message: str, errors: list[str] | None = None) -> dict:
     return body
 
 
+# REST framework's "Authentication credentials were not provided.", with what to send instead.
+NO_CREDENTIALS = (
+    "no credentials: send the header 'Authorization: Token <key>' (POST your username and password to "
+    "/api/auth/token/ to get the key)"
+)
+
+
 def exception_handler(exc, context):
     """DRF's handler, with every error body in the common format and a dead database as 503."""
     if isinstance(exc, SuspiciousOperation):  # a body Django refuses to read: too large, too many fields
@@ -89,7 +96,9 @@ def exception_handler(exc, context):
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # an unexpected error: Django's 500 handling (and its log) takes over
-    if isinstance(exc, (Http404, DjangoPermissionDenied)) or not isinstance(response.data, dict):
+    if isinstance(exc, NotAuthenticated) and exc.detail == NotAuthenticated.default_detail:
+        response.data = error_body(NO_CREDENTIALS)
+    elif isinstance(exc, (Http404, DjangoPermissionDenied)) or not isinstance(response.data, dict):
         response.data = error_body(str(getattr(exc, "detail", exc)) or response.status_text)
     elif "detail" in response.data:
         response.data = error_body(str(response.data["detail"]))

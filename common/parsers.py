@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import UnreadablePostError
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.utils import json
@@ -70,3 +71,37 @@ class CSVParser(BoundedBody, parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         return self.read_body(stream, parser_context)
+
+
+# gunicorn reads (and discards) up to 64 KiB of a body the application left unread before it serves the
+# connection's next request; with more left it closes the connection, although its answer said keep-alive.
+SERVER_DRAINED_BYTES = 64 * 1024
+DRAIN_CHUNK_BYTES = 64 * 1024
+
+
+class UnreadBodyMiddleware:
+    """Reads to its end the body of a request answered without reading it all, so that a kept-alive
+    connection serves the client's next request.
+
+    A refusal leaves a body unread: 413 after the first 2 MiB of a tokens file, 401 or 403 before any of
+    it. A declared ``Content-Length`` above what gunicorn drains itself and at most twice
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (the largest body any view reads) is read in 64 KiB chunks and
+    dropped; a larger one is not worth a thread's time, and gunicorn closes that connection.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return response
+        if SERVER_DRAINED_BYTES < declared <= 2 * settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            try:  # the request's stream stops at Content-Length; a body already read gives b"" or its copy
+                while request.read(DRAIN_CHUNK_BYTES):
+                    pass
+            except (UnreadablePostError, OSError):
+                pass  # the client went away: there is no connection left to keep
+        return response

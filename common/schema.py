@@ -43,8 +43,8 @@ WWW_AUTHENTICATE = {
 DESCRIPTIONS = {
     400: "The request is not valid: detail says what is wrong, errors lists every problem.",
     401: "No credentials, or credentials that are not valid: send 'Authorization: Token <key>'.",
-    403: "Not allowed: credentials that are not valid or not enough, or a session request without its "
-    "CSRF token.",
+    403: "Not allowed: credentials that are not enough (not staff, not yours), or a session request without "
+    "its CSRF token.",
     404: "Not found: no such resource, or not one of yours.",
     413: "The request body is too large.",
     415: "The request body's content type is not one this endpoint reads.",

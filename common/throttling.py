@@ -1,5 +1,5 @@
 """Rate limits: per participant and per client address for voting, per address for joining and for
-tokens, per user for submissions, and a lockout after repeated failed logins.
+tokens, per user for submissions; and the answers to a login that django-axes has locked out.
 
 Rates live in ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` (from ``THROTTLE_*`` environment variables;
 README, Configuration), keyed ``<scope>.participant``, ``<scope>.address`` or ``<scope>.user``; a rate
@@ -14,7 +14,7 @@ still holds them for the requests it serves.
 from __future__ import annotations
 
 import bisect
-import hashlib
+import ipaddress
 import itertools
 import logging
 import math
@@ -26,10 +26,9 @@ from collections import OrderedDict, deque
 from types import SimpleNamespace
 
 from django.conf import settings
-from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache, caches
-from django.dispatch import receiver
 from rest_framework import settings as drf_settings
+from rest_framework.exceptions import APIException
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 logger = logging.getLogger(__name__)
@@ -556,142 +555,71 @@ def page_wait_seconds(request, scope: str, throttles=(AnnotatorThrottle,)) -> in
     return None
 
 
-# --- failed logins ---------------------------------------------------------------------------------
+# --- failed logins (django-axes counts them: config/settings.py, AXES_*) ---------------------------
 
 
-class LoginLockout:
-    """Counts failed logins per username and per address within a window; past the limit, every
-    login attempt for that username or from that address is refused (429) until the window ends.
-
-    Failures are counted from Django's ``user_login_failed`` signal, so the admin's login, the model
-    owners' login page and ``POST /api/auth/token/`` share one count; a successful login clears the
-    username's count.
-    """
-
-    def __init__(self, settings):
-        self.username_limit = settings.LOGIN_FAILURES_PER_USERNAME
-        self.address_limit = settings.LOGIN_FAILURES_PER_ADDRESS
-        self.window = settings.LOGIN_LOCKOUT_SECONDS
-
-    @staticmethod
-    def _keys(username: str | None, address: str | None) -> list[tuple[str, str]]:
-        keys = []
-        if username:
-            # Hashed: a username is anything a client sends, and cache keys have a length and alphabet.
-            digest = hashlib.sha256(username.strip().casefold().encode()).hexdigest()
-            keys.append(("username", f"login-failures:user:{digest}"))
-        if address:
-            keys.append(("address", f"login-failures:address:{address}"))
-        return keys
-
-    def _limit(self, kind: str) -> int:
-        return self.username_limit if kind == "username" else self.address_limit
-
-    def record_failure(self, *, username: str | None, address: str | None) -> None:
-        for _kind, key in self._keys(username, address) if cache_usable() else ():
-            try:
-                if not cache.add(key, 1, self.window):
-                    cache.incr(key)
-            except ValueError:  # expired between add and incr
-                cache.add(key, 1, self.window)
-            except Exception:
-                cache_failed("failed login not counted")
-                return
-
-    def clear(self, *, username: str | None) -> None:
-        for _kind, key in self._keys(username, None) if cache_usable() else ():
-            try:
-                cache.delete(key)
-            except Exception:
-                cache_failed("failed logins not cleared")
-                return
-
-    def locked(self, *, username: str | None, address: str | None) -> bool:
-        for kind, key in self._keys(username, address) if cache_usable() else ():
-            try:
-                if (cache.get(key) or 0) >= self._limit(kind):
-                    return True
-            except Exception:
-                cache_failed("lockout not checked")
-                return False
-        return False
+def login_client_address(request) -> str | None:
+    """The client's address as the rate limits read it (``client_address``), for django-axes
+    (``AXES_CLIENT_IP_CALLABLE``); None when it is not an IP address (no REMOTE_ADDR, a unix socket), which
+    the failed logins' table, an IP address column on PostgreSQL, could not hold."""
+    address = client_address(request)
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return None
 
 
-def login_lockout() -> LoginLockout:
-    from django.conf import settings
-
-    return LoginLockout(settings)
+def login_lockout_seconds() -> int:
+    return int(settings.AXES_COOLOFF_TIME.total_seconds())
 
 
-@receiver(user_login_failed)
-def _count_failed_login(sender, credentials, request=None, **kwargs):
-    login_lockout().record_failure(
-        username=credentials.get("username"), address=client_address(request) if request else None
-    )
-
-
-@receiver(user_logged_in)
-def _clear_failed_logins(sender, request, user, **kwargs):
-    login_lockout().clear(username=user.get_username())
-
-
-class LoginLockoutMiddleware:
-    """Refuses a login attempt (429, ``Retry-After``) for a locked username or address, before the
-    password is checked: the admin's login, the model owners' login page and the API token."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self._paths = None
-
-    def login_paths(self) -> set[str]:
-        if self._paths is None:
-            from django.urls import NoReverseMatch, reverse
-
-            paths = set()
-            for name in ("admin:login", "metrics:login", "api-token"):
-                try:
-                    paths.add(reverse(name))
-                except NoReverseMatch:
-                    pass
-            self._paths = paths
-        return self._paths
-
-    def __call__(self, request):
-        if request.method == "POST" and request.path in self.login_paths():
-            lockout = login_lockout()
-            if lockout.locked(username=_posted_username(request), address=client_address(request)):
-                return _locked_response(request, lockout.window)
-        return self.get_response(request)
-
-
-def _posted_username(request) -> str | None:
-    if request.content_type == "application/json":
-        import json
-
-        try:
-            body = json.loads(request.body[:4096] or b"{}")
-        except (ValueError, RecursionError):
-            return None
-        username = body.get("username") if isinstance(body, dict) else None
-        return username if isinstance(username, str) else None
-    username = request.POST.get("username")
-    return username or None
-
-
-def _locked_response(request, window: int):
-    from django.http import HttpResponse, JsonResponse
-
-    minutes = max(1, round(window / 60))
-    message = (
-        f"too many failed logins for this account or from this address; try again in {minutes} minute(s), "
+def _login_locked_message() -> str:
+    minutes = max(1, round(login_lockout_seconds() / 60))
+    return (
+        f"too many failed logins for this account from this address; try again in {minutes} minute(s), "
         "or ask an administrator to reset your password"
     )
+
+
+class LoginLocked(APIException):
+    """``POST /api/auth/token/`` for a username and address that django-axes has locked out: 429, with
+    ``Retry-After`` (REST framework's handler sends an exception's ``wait``)."""
+
+    status_code = 429
+    default_code = "login_locked"
+
+    def __init__(self):
+        super().__init__(detail=_login_locked_message())
+        self.wait = login_lockout_seconds()
+
+
+def login_locked_response(request, original_response=None, credentials=None):
+    """django-axes' answer to a locked-out login page (``AXES_LOCKOUT_CALLABLE``): 429 with Retry-After,
+    JSON in the API's error format under /api/, a short page elsewhere."""
+    from django.http import HttpResponse, JsonResponse
+    from django.utils.html import escape
+
+    message = _login_locked_message()
     if request.path.startswith("/api/"):
         response = JsonResponse({"detail": message}, status=429)
     else:
         response = HttpResponse(
-            f"<!doctype html><title>Too many attempts</title><h1>Too many attempts</h1><p>{message}.</p>",
+            "<!doctype html><title>Too many attempts</title><h1>Too many attempts</h1>"
+            f"<p>{escape(message)}.</p>",
             status=429,
         )
-    response["Retry-After"] = str(window)
+    response["Retry-After"] = str(login_lockout_seconds())
     return response
+
+
+def login_locked_out(request) -> bool:
+    """Whether django-axes refused the login attempt of ``request`` (its documented request flag)."""
+    return bool(getattr(request, "axes_locked_out", False))
+
+
+def login_succeeded(request, *, username: str) -> None:
+    """Clears the failures of ``username`` from this address, as django-axes does after a login page's
+    success (``AXES_RESET_ON_SUCCESS``), for a login that is not a session: the API token."""
+    from axes.utils import reset
+
+    reset(ip=client_address(request), username=username)

@@ -10,6 +10,7 @@ Every variable is listed in README.md ("Configuration").
 
 import os
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",  # failed logins, locked by username and address together (LOGIN_FAILURE_LIMIT below)
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from here, not from a CDN
     "common",
@@ -59,9 +61,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "common.observability.RequestLatencyMiddleware",  # outermost: times everything below (no I/O)
+    # outermost: reads what a refused request left of its body, so that its kept-alive connection goes on
+    "common.parsers.UnreadBodyMiddleware",
+    "common.observability.RequestLatencyMiddleware",  # times everything below (no I/O)
     "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
-    "common.throttling.LoginLockoutMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "common.csp.CSPMiddleware",  # Content-Security-Policy (CONTENT_SECURITY_POLICY below), built once
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ from gunicorn; no CDN, no extra server
@@ -73,6 +76,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "common.tasks.AfterResponseMiddleware",  # eager tasks asked for in a view run after its response
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: a locked-out login page becomes 429
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -263,9 +267,11 @@ if METRICS_DIR:
 # --- REST API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "common.schema.AutoSchema",  # documents every error status (common/schema.py)
+    # The token first: missing or invalid credentials are then 401 with "WWW-Authenticate: Token" (REST
+    # framework asks its first authenticator for the scheme; a session has none, which made them 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "common.authentication.HeaderTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "common.pagination.BoundedLimitOffsetPagination",
@@ -287,17 +293,31 @@ REST_FRAMEWORK = {
     # otherwise X-Forwarded-For is the client's own claim and is ignored.
     "NUM_PROXIES": 1 if BEHIND_TLS_PROXY else 0,
 }
-# Failed logins (admin, model owners' page, API token) before a username or an address is locked out
-# for LOGIN_LOCKOUT_SECONDS (429 with Retry-After).
-LOGIN_FAILURES_PER_USERNAME = env.int("LOGIN_FAILURES_PER_USERNAME", default=10)
 # The annotator limits on Redis: each process decides on its own count and what Redis last told it, and
 # sends its new requests and reads the others' at most this often (common.throttling, _SharedWindows).
 # 0 sends each request to Redis as it is decided, and reads the others' back with it.
 RATE_LIMIT_SHARE_SECONDS = env.float("RATE_LIMIT_SHARE_SECONDS", default=0.05)
 if not 0 <= RATE_LIMIT_SHARE_SECONDS <= 10:
     raise ImproperlyConfigured("RATE_LIMIT_SHARE_SECONDS must be between 0 and 10 seconds.")
-LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=30)
-LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60)
+
+# --- failed logins (django-axes) ---------------------------------------------------------------
+# The admin's login, the model owners' page and POST /api/auth/token/ share one count of failures per
+# username and client address together: the LOGIN_FAILURE_LIMIT-th failure locks that pair out for
+# LOGIN_LOCKOUT_SECONDS (429 with Retry-After), so that someone elsewhere cannot lock the owner out.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before the password is read
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60))
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a lockout lasts what Retry-After says
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"  # counts that outlive a Redis restart
+AXES_DISABLE_ACCESS_LOG = True  # the failures are what the lockout needs; successful logins are not kept
+AXES_CLIENT_IP_CALLABLE = "common.throttling.login_client_address"  # behind NUM_PROXIES as the limits
+AXES_LOCKOUT_CALLABLE = "common.throttling.login_locked_response"
+AXES_VERBOSE = False  # log the username and address of a failure (cleansed), not a banner at every start
 SPECTACULAR_SETTINGS = {
     "TITLE": "Yardstick API",
     "DESCRIPTION": "Adaptive pairwise-comparison studies and top-weighted evaluation of semantic models.",

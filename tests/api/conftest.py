@@ -28,6 +28,6 @@ def limits_off(settings):
     for the operations that have it; the lockout's counts are cleared for the tests that follow)."""
     rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": dict.fromkeys(rates)}
-    settings.LOGIN_FAILURES_PER_USERNAME = settings.LOGIN_FAILURES_PER_ADDRESS = 10**9
+    settings.AXES_FAILURE_LIMIT = 10**9
     yield
     cache.clear()

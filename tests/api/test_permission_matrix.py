@@ -193,6 +193,11 @@ def staff_only(staff, refused):
     return {**dict.fromkeys(PERSONAS, refused), "staff": staff}
 
 
+def staff_api(staff):
+    """A staff endpoint of the API: staff get ``staff``; no credentials 401, a user who is not staff 403."""
+    return {"anonymous": 401, "annotator": 401, "owner_a": 403, "owner_b": 403, "staff": staff}
+
+
 def studies(finished, running, draft):
     return {FINISHED: finished, RUNNING: running, DRAFT: draft}
 
@@ -604,7 +609,7 @@ MATRIX = {
         "GET": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
     },
-    "admin/^(?P<app_label>auth|authtoken|collection|scoring)/$": {
+    "admin/^(?P<app_label>auth|authtoken|axes|collection|scoring)/$": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },
@@ -639,34 +644,34 @@ MATRIX = {
     "api/votes/": {
         "POST": {"anonymous": 404, "annotator": 201, "owner_a": 404, "owner_b": 404, "staff": 404}
     },
-    "api/^studies/$": {"GET": staff_only(200, 403), "POST": staff_only(400, 403)},
+    "api/^studies/$": {"GET": staff_api(200), "POST": staff_api(400)},
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/$": {
-        "DELETE": staff_only(studies(409, 409, 204), 403),
-        "GET": staff_only(200, 403),
-        "PATCH": staff_only(200, 403),
-        "PUT": staff_only(400, 403),
+        "DELETE": staff_api(studies(409, 409, 204)),
+        "GET": staff_api(200),
+        "PATCH": staff_api(200),
+        "PUT": staff_api(400),
     },
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/close-ballot/$": {"POST": staff_only(studies(409, 202, 409), 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/duplicate/$": {"POST": staff_only(201, 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/exclusions/$": {"GET": staff_only(200, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/close-ballot/$": {"POST": staff_api(studies(409, 202, 409))},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/duplicate/$": {"POST": staff_api(201)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/exclusions/$": {"GET": staff_api(200)},
     # Without a body: staff get 404 for an annotator the study lacks (the reason is checked by the service).
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/annotators/(?P<annotator_id>[0-9]+)/exclusion/$": {
-        "DELETE": staff_only(404, 403),
-        "POST": staff_only(404, 403),
+        "DELETE": staff_api(404),
+        "POST": staff_api(404),
     },
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/$": {"GET": staff_only(200, 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/$": {"GET": staff_api(200)},
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/generate/$": {
-        "POST": staff_only(studies(409, 409, 201), 403)
+        "POST": staff_api(studies(409, 409, 201))
     },
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/upload/$": {"POST": staff_only(415, 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/jobs/(?P<job_id>[0-9]+)/$": {"GET": staff_only(404, 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/plan/$": {"GET": staff_only(200, 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/progress/$": {"GET": staff_only(200, 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/results/$": {"GET": staff_only(studies(200, 409, 409), 403)},
-    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/start/$": {"POST": staff_only(studies(409, 409, 200), 403)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/items/upload/$": {"POST": staff_api(415)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/jobs/(?P<job_id>[0-9]+)/$": {"GET": staff_api(404)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/plan/$": {"GET": staff_api(200)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/progress/$": {"GET": staff_api(200)},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/results/$": {"GET": staff_api(studies(200, 409, 409))},
+    "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/start/$": {"POST": staff_api(studies(409, 409, 200))},
     "api/^studies/(?P<slug>[-a-zA-Z0-9_]+)/tokens/$": {
-        "GET": staff_only(200, 403),
-        "POST": staff_only(415, 403),
+        "GET": staff_api(200),
+        "POST": staff_api(415),
     },
     "api/studies/<slug:slug>/pairs/": {
         "GET": {
@@ -798,6 +803,32 @@ MATRIX = {
     "api/redoc/": {"GET": everyone(200)},
     "^api/": {"GET": everyone(404), "POST": everyone(404)},
 }
+
+
+def read_only_admin(model: str) -> dict:
+    """The routes of a django-axes record in the admin: staff list and delete them, nobody adds one (the
+    world has none, so an object's page sends staff back to the admin's index)."""
+    prefix = f"admin/axes/{model}/"
+    return {
+        prefix: {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+        f"{prefix}add/": {"GET": staff_only(403, ADMIN_LOGIN), "POST": staff_only(403, ADMIN_LOGIN)},
+        **{
+            f"{prefix}<path:object_id>/{page}/": {
+                "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+                "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+            }
+            for page in ("history", "delete", "change")
+        },
+        f"{prefix}<path:object_id>/": {
+            "GET": staff_only(f"→ /{prefix}<id>/change/", ADMIN_LOGIN),
+            "POST": staff_only(f"→ /{prefix}<id>/change/", ADMIN_LOGIN),
+        },
+    }
+
+
+# The failed logins of django-axes (LOGIN_FAILURE_LIMIT), where staff lift a lockout.
+for axes_model in ("accessattempt", "accesslog", "accessfailurelog"):
+    MATRIX |= read_only_admin(axes_model)
 
 
 def test_every_url_of_the_project_has_an_entry_and_every_method_it_serves_too():

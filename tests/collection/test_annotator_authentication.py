@@ -159,7 +159,7 @@ def test_an_annotator_who_is_a_user_is_known_by_their_api_token(django_user_mode
     )
     assert voted.status_code == 201
     assert Vote.objects.get().annotator.user == user
-    assert (wrong_token.status_code, wrong_token.json()) == (403, {"detail": "Invalid token."})
+    assert (wrong_token.status_code, wrong_token.json()) == (401, {"detail": "Invalid token."})
     assert without.status_code == 403
 
 

@@ -18,7 +18,10 @@ from tests.factories import annotators, committed_callbacks, make_study, tokens_
 
 pytestmark = pytest.mark.django_db
 
-NOT_LOGGED_IN = {"detail": "Authentication credentials were not provided."}
+NOT_LOGGED_IN = {
+    "detail": "no credentials: send the header 'Authorization: Token <key>' (POST your username and password "
+    "to /api/auth/token/ to get the key)"
+}
 NOT_STAFF = {
     "detail": "this endpoint is for staff: log in through the admin with a staff account, "
     "or send the header 'Authorization: Token <key>' of one"
@@ -499,7 +502,7 @@ def test_anonymous_requests_reach_no_staff_endpoint_and_change_nothing():
     responses = call_every_staff_endpoint(Client(), study)
 
     assert {key: (r.status_code, r.json()) for key, r in responses.items()} == {
-        key: (403, NOT_LOGGED_IN) for key in responses
+        key: (401, NOT_LOGGED_IN) for key in responses
     }
     study.refresh_from_db()
     assert (study.status, Study.objects.count(), study.items.count()) == ("draft", 1, 15)
@@ -525,7 +528,7 @@ def test_an_annotator_cannot_reach_results_progress_tokens_or_items():
 
     statuses = {path: client.get(f"/api/studies/{study.slug}/{path}/").status_code for path in paths}
 
-    assert statuses == dict.fromkeys(paths, 403)
+    assert statuses == dict.fromkeys(paths, 401)  # the annotator's cookie is no credential of a user
 
 
 def test_a_staff_token_authenticates_without_a_session(django_user_model):

@@ -37,9 +37,9 @@ def test_a_limit_outside_1_to_1000_is_400_naming_the_bound(staff_client, url, li
 
 
 def test_an_owners_submission_list_bounds_its_limit_too(django_user_model):
-    django_user_model.objects.create_user("owner", password="pw")
+    owner = django_user_model.objects.create_user("owner", password="pw")
     client = Client()
-    client.login(username="owner", password="pw")
+    client.force_login(owner)
 
     assert client.get("/api/submissions/", {"limit": 10**20}).status_code == 400
     assert client.get("/api/submissions/", {"limit": 1000}).status_code == 200

@@ -14,10 +14,10 @@ DEPTH = 100_000
 @pytest.mark.parametrize("path", ["/api/votes/", "/api/auth/token/", "/api/studies/demo/submissions/"])
 @pytest.mark.parametrize("opening, closing", [("[", "]"), ('{"a":', "}")])
 def test_json_nested_100000_deep_is_a_400_for_anyone(path, opening, closing, django_user_model):
-    django_user_model.objects.create_user("owner", password="pw")
+    owner = django_user_model.objects.create_user("owner", password="pw")
     client = Client()
     if "submissions" in path:
-        client.login(username="owner", password="pw")
+        client.force_login(owner)
         study = make_study()
         study.slug = "demo"
         study.save(update_fields=["slug"])
@@ -55,3 +55,34 @@ def test_malformed_vote_bodies_are_400_with_a_detail(body):
 
     assert response.status_code == 400
     assert isinstance(response.json()["detail"], str) and response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "authorization, status",
+    [({"HTTP_AUTHORIZATION": "Token staff-token"}, 413), ({}, 401), ({"HTTP_AUTHORIZATION": "Token nope"}, 401)],
+)
+def test_a_refused_upload_is_read_to_its_end_so_that_the_connection_can_serve_the_next_request(
+    authorization, status, django_user_model
+):
+    from rest_framework.authtoken.models import Token
+
+    staff = django_user_model.objects.create_user("staff", password="pw", is_staff=True, is_superuser=True)
+    Token.objects.create(user=staff, key="staff-token")
+    study = make_study(start=False)
+    body = b"token,area\n" + b"x" * 2_500_000  # over the 2 MiB of an upload: refused after 2 MiB, or before
+
+    response = Client().post(f"/api/studies/{study.slug}/tokens/", body, content_type="text/csv", **authorization)
+
+    assert response.status_code == status
+    # what the server hands the application as the body: nothing left for it to drain or to choke on
+    assert len(response.wsgi_request.environ["wsgi.input"]) == 0
+
+
+def test_a_body_over_twice_the_largest_a_view_reads_is_left_to_the_server_to_refuse(settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100_000
+    body = b"{" + b" " * 250_000 + b"}"
+
+    response = Client().post("/api/votes/", body, content_type="application/json")
+
+    assert response.status_code == 413  # refused from its declared length
+    assert len(response.wsgi_request.environ["wsgi.input"]) == 250_002  # and none of it read after

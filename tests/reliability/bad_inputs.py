@@ -44,11 +44,9 @@ def cases():
     from tests.factories import tokens_csv
 
     users = get_user_model().objects
-    users.create_user("staff", password="staff-password", is_staff=True)
-    users.create_user("owner", password="owner-password")
     staff, owner, anonymous = Client(), Client(), Client()
-    staff.login(username="staff", password="staff-password")
-    owner.login(username="owner", password="owner-password")
+    staff.force_login(users.create_user("staff", password="staff-password", is_staff=True))
+    owner.force_login(users.create_user("owner", password="owner-password"))
 
     study = Study.objects.create(name="Bad inputs", slug="bad", ballot_count=2, appearances=4)
     tokens_import(study=study, data=tokens_csv({"A": 6}))
@@ -89,6 +87,18 @@ def cases():
         "a vote on assignment 2⁷⁰",
         json_post(anonymous, "/api/votes/", {"assignment": 2**70, "choice": "left"}),
         None,
+    )
+    yield (
+        "a vote whose choice holds a lone surrogate (`left\\ud800`)",
+        json_post(anonymous, "/api/votes/", json.dumps({"assignment": 1, "choice": "left\ud800"})),
+        None,
+    )
+    voter = Client()
+    voter.post("/s/bad/", {"participant": "form-voter", "consent": "yes"})
+    yield (
+        "the voting page's form (no JavaScript) with `assignment=9223372036854775808`",
+        lambda: voter.post("/s/bad/vote/", {"assignment": str(2**63), "choice": "left"}),
+        lambda: not Vote.objects.exists(),
     )
     yield "`?limit=10^20` on `/api/studies/`", lambda: staff.get("/api/studies/", huge_limit), None
     yield (

@@ -117,8 +117,7 @@ def server_environment(run_dir: Path, database_url: str | None) -> dict[str, str
             "YARDSTICK_DATA_DIR": str(run_dir),
             "DATABASE_URL": database_url or f"sqlite:///{run_dir / 'fuzz.sqlite3'}",
             "STATIC_ROOT": str(run_dir / "static"),
-            "LOGIN_FAILURES_PER_USERNAME": "1000000000",
-            "LOGIN_FAILURES_PER_ADDRESS": "1000000000",
+            "LOGIN_FAILURE_LIMIT": "1000000000",
             "LOG_LEVEL": "WARNING",
             "PYTHONPATH": str(REPO_ROOT),
         }
