@@ -7,9 +7,10 @@ The dataset itself is ``scoring.selectors.study_dataset``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from collection.crowd import OUTCOMES, PLATFORM_PARAMETERS, participant_code
-from collection.models import Annotator, CheckAnswer, Item, Study, Vote
+from collection.models import Annotator, CheckAnswer, Exclusion, Item, Study, Vote
 from collection.studies import study_area_plans
 from common.errors import ServiceError
 from scoring.selectors import annotator_figures, study_overview
@@ -23,6 +24,7 @@ VOTE_COLUMNS = (
     "comparison_position",
     "annotator_id",
     "annotator",
+    "simulated",
     "left_item_id",
     "left_token_a",
     "left_token_b",
@@ -41,18 +43,34 @@ VOTE_COLUMNS = (
 )
 
 
-def _annotator_crowd_cells(study: Study) -> dict[int, tuple[str | None, list]]:
-    """{annotator id: (participant id, one cell per ``CROWD_COLUMNS``)}; codes blank without
-    participant_codes (``collection.crowd.participant_code``)."""
+@dataclass(frozen=True)
+class AnnotatorCells:
+    """What every export says of an annotator: label, participant id, whether simulated, and one cell per
+    ``CROWD_COLUMNS`` (codes blank without participant_codes, ``collection.crowd.participant_code``)."""
+
+    label: str
+    participant_id: str | None
+    simulated: bool
+    crowd: list
+
+
+def _annotator_cells(study: Study) -> dict[int, AnnotatorCells]:
+    """Every annotator of the study, by id (one query)."""
     cells = {}
-    for pk, participant_id, *platform in Annotator.objects.filter(study=study).values_list(
-        "pk", "participant_id", *PLATFORM_PARAMETERS.values()
-    ):
+    for annotator in Annotator.objects.filter(study=study).select_related("user").order_by("pk"):
         codes = [
-            participant_code(study=study, annotator_id=pk, outcome=outcome) if study.participant_codes else ""
+            participant_code(study=study, annotator_id=annotator.pk, outcome=outcome)
+            if study.participant_codes
+            else ""
             for outcome in OUTCOMES
         ]
-        cells[pk] = (participant_id, [*platform, *codes])
+        platform = [getattr(annotator, field) for field in PLATFORM_PARAMETERS.values()]
+        cells[annotator.pk] = AnnotatorCells(
+            label=str(annotator),
+            participant_id=annotator.participant_id,
+            simulated=annotator.simulated,
+            crowd=[*platform, *codes],
+        )
     return cells
 
 
@@ -63,8 +81,7 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
     area, 0 for a comparison across areas (possible in a joint study only, never in one ranked per area).
     Streams from the database in chunks, so memory does not grow with the number of votes.
     """
-    labels = _annotator_labels(study)
-    crowd = _annotator_crowd_cells(study)
+    people = _annotator_cells(study)
     item_cells = {  # tokens and area of each item
         item_id: (token_a, token_b, area)
         for item_id, token_a, token_b, area in Item.objects.filter(study=study).values_list(
@@ -96,7 +113,8 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
             ballot,
             position,
             annotator_id,
-            labels[annotator_id],
+            people[annotator_id].label,
+            int(people[annotator_id].simulated),
             left,
             *item_cells[left],
             right,
@@ -107,13 +125,15 @@ def study_vote_rows(*, study: Study, chunk_size: int = 2000) -> Iterator[list]:
             response,
             client,
             created.isoformat(),
-            *crowd[annotator_id][1],
+            *people[annotator_id].crowd,
         ]
 
 
 ANNOTATOR_CSV_COLUMNS = (
     "annotator_id",
     "annotator",
+    "participant_id",
+    "simulated",
     "votes",
     "median_response_ms",
     "fast_share",
@@ -133,41 +153,93 @@ ANNOTATOR_CSV_COLUMNS = (
     "check_accuracy",
     "flags",
     "flag_reasons",
+    "excluded",
+    "excluded_at",
+    "excluded_by",
+    "exclusion_reason",
+    "votes_set_aside",
+    *CROWD_COLUMNS,
 )
 
 
 def study_annotator_rows(*, study: Study) -> Iterator[list]:
-    """Every annotator who voted or answered a check, most votes first, one list of cells per ``ANNOTATOR_CSV_COLUMNS``.
+    """Every annotator who voted, answered a check or was excluded, one list of cells per
+    ``ANNOTATOR_CSV_COLUMNS``: those with figures most votes first, then the excluded ones without (every
+    vote they cast was in the open ballot at their exclusion, and set aside).
 
     The figures and flags of the results page (``annotator_figures``); ``flags`` holds the codes of
     the flags raised, separated by ``;``, and ``flag_reasons`` the reason of each, in the same order.
+    ``simulated`` is 1 for an annotator of ``simulate_voters``. ``excluded`` is 1 while an exclusion is
+    active, with when, by whom (a researcher's name or the rule) and why; ``votes_set_aside`` counts their
+    open-ballot votes taken out at every exclusion, readmitted or not. Then the crowd platform's parameters
+    and the annotator's own codes, to match them there (a rejection on Prolific, say).
     """
     figures = annotator_figures(study=study)
+    people = _annotator_cells(study)
+    exclusions = _exclusion_cells(study)
+
+    def cells(annotator_id: int, figure_cells: dict) -> list:
+        person = people[annotator_id]
+        row = {
+            "annotator_id": annotator_id,
+            "annotator": person.label,
+            "participant_id": person.participant_id,
+            "simulated": int(person.simulated),
+            **figure_cells,
+            **exclusions.get(annotator_id, NOT_EXCLUDED),
+            **dict(zip(CROWD_COLUMNS, person.crowd, strict=True)),
+        }
+        return [row.get(column) for column in ANNOTATOR_CSV_COLUMNS]
+
     for position in figures.order():
         row = figures.row(int(position))
-        yield [
+        yield cells(
             row.annotator_id,
-            row.label,
-            row.votes,
-            row.median_response_ms,
-            row.fast_share,
-            row.left_choice_rate,
-            row.left_p_value,
-            row.left_p_holm,
-            row.tie_rate,
-            row.majority_agreement,
-            row.majority_compared,
-            row.ranking_agreement,
-            row.ranking_compared,
-            row.self_agreement,
-            row.self_compared,
-            row.self_repeated_pairs,
-            row.checks_answered,
-            row.checks_failed,
-            row.check_accuracy,
-            ";".join(row.flag_codes),
-            "; ".join(flag.reason for flag in row.flags),
-        ]
+            {
+                "votes": row.votes,
+                "median_response_ms": row.median_response_ms,
+                "fast_share": row.fast_share,
+                "left_choice_rate": row.left_choice_rate,
+                "left_p_value": row.left_p_value,
+                "left_p_holm": row.left_p_holm,
+                "tie_rate": row.tie_rate,
+                "majority_agreement": row.majority_agreement,
+                "majority_compared": row.majority_compared,
+                "ranking_agreement": row.ranking_agreement,
+                "ranking_compared": row.ranking_compared,
+                "self_agreement": row.self_agreement,
+                "self_compared": row.self_compared,
+                "self_repeated_pairs": row.self_repeated_pairs,
+                "checks_answered": row.checks_answered,
+                "checks_failed": row.checks_failed,
+                "check_accuracy": row.check_accuracy,
+                "flags": ";".join(row.flag_codes),
+                "flag_reasons": "; ".join(flag.reason for flag in row.flags),
+            },
+        )
+    with_figures = set(figures.annotator_id.tolist())
+    for annotator_id in sorted(set(exclusions) - with_figures):
+        yield cells(annotator_id, {"votes": 0, "checks_answered": 0, "checks_failed": 0})
+
+
+NOT_EXCLUDED = {"excluded": 0, "votes_set_aside": 0}
+
+
+def _exclusion_cells(study: Study) -> dict[int, dict]:
+    """{annotator id: the exclusion cells of ``ANNOTATOR_CSV_COLUMNS``} for every annotator ever excluded:
+    their active exclusion, if any, and the votes set aside at all of them (one query)."""
+    cells: dict[int, dict] = {}
+    for exclusion in Exclusion.objects.filter(study=study).order_by("excluded_at", "pk"):
+        row = cells.setdefault(exclusion.annotator_id, dict(NOT_EXCLUDED))
+        row["votes_set_aside"] += exclusion.votes_set_aside
+        if exclusion.active:
+            row.update(
+                excluded=1,
+                excluded_at=exclusion.excluded_at.isoformat(),
+                excluded_by=exclusion.by,
+                exclusion_reason=exclusion.reason,
+            )
+    return cells
 
 
 CHECK_ANSWER_COLUMNS = (
@@ -175,6 +247,7 @@ CHECK_ANSWER_COLUMNS = (
     "ballot",
     "annotator_id",
     "annotator",
+    "simulated",
     "check_id",
     "kind",
     "instruction",
@@ -196,7 +269,7 @@ CHECK_ANSWER_COLUMNS = (
 def study_check_answer_rows(*, study: Study, chunk_size: int = 5000) -> Iterator[list]:
     """Every answer to the study's checks, one list of cells per ``CHECK_ANSWER_COLUMNS``, in the order
     recorded. Never votes: ``votes.csv`` and the scores hold none of them."""
-    labels = _annotator_labels(study)
+    people = _annotator_cells(study)
     tokens = _item_tokens(study)
     answers = (
         CheckAnswer.objects.filter(annotator__study=study)
@@ -238,7 +311,8 @@ def study_check_answer_rows(*, study: Study, chunk_size: int = 5000) -> Iterator
             pk,
             ballot,
             annotator_id,
-            labels[annotator_id],
+            people[annotator_id].label,
+            int(people[annotator_id].simulated),
             check_id,
             kind,
             instruction,
@@ -288,12 +362,15 @@ def study_export_header(*, study: Study) -> dict:
         "participants": [
             {
                 "annotator_id": pk,
-                "participant_id": participant_id,
-                **dict(zip(CROWD_COLUMNS, cells, strict=True)),
+                "participant_id": person.participant_id,
+                "simulated": person.simulated,
+                **dict(zip(CROWD_COLUMNS, person.crowd, strict=True)),
             }
-            for pk, (participant_id, cells) in _annotator_crowd_cells(study).items()
+            for pk, person in _annotator_cells(study).items()
         ],
         "votes": overview.vote_count,
+        # The votes and voters above, people and simulated annotators (simulate_voters) apart.
+        "crowd": overview.crowd.as_dict(),
         "ballots": [
             {
                 "number": ballot["number"],
@@ -327,14 +404,6 @@ def _area_plans(study: Study) -> dict | None:
             "total_comparisons": plan.total_comparisons,
         }
         for name, plan in plans.items()
-    }
-
-
-def _annotator_labels(study: Study) -> dict[int, str]:
-    """Each annotator's label, by id (one query)."""
-    return {
-        annotator.pk: str(annotator)
-        for annotator in Annotator.objects.filter(study=study).select_related("user")
     }
 
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.numbers import counted
+
 __all__ = [
     "MIN_OBSERVATIONS",
     "binomial_two_sided_p",
     "check_accuracy",
+    "crowd_votes_text",
     "holm_adjusted",
     "judged",
     "self_agreement",
@@ -124,3 +127,18 @@ def check_accuracy(group, correct, groups: int) -> tuple[np.ndarray, np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(answered > 0, right / np.maximum(answered, 1), np.nan)
     return answered, answered - right, accuracy
+
+
+def crowd_votes_text(*, people: int, people_votes: int, simulated: int, simulated_votes: int) -> str:
+    """How many votes, and whose: people's and simulated annotators' (``simulate_voters``) apart.
+
+    "772 votes: 9 by 1 person, 763 by 100 simulated annotators"; "772 votes by 101 annotators" when no
+    vote is simulated; "763 votes, all by 100 simulated annotators" when every vote is.
+    """
+    votes = counted(people_votes + simulated_votes, "vote")
+    machines = f"{counted(simulated, 'simulated annotator')}"
+    if not simulated_votes:
+        return f"{votes} by {counted(people, 'annotator')}" if people_votes else votes
+    if not people_votes:
+        return f"{votes}, {'all ' if simulated_votes > 1 else ''}by {machines}"
+    return f"{votes}: {people_votes:,} by {counted(people, 'person', 'people')}, {simulated_votes:,} by {machines}"

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from collection import arrays
-from collection.models import Annotator, Ballot, Item, Study, Vote
+from collection.models import Annotator, Ballot, CheckAnswer, Item, Study, Vote
 from collection.selectors import study_progress
 from collection.studies import study_plan
 from common.errors import ServiceError
@@ -44,6 +44,96 @@ def _int_or_none(value) -> int | None:
     return value or None
 
 
+# --- who voted: people and simulated annotators --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrowdVotes:
+    """A study's votes and the annotators who cast them: people and simulated annotators
+    (``simulate_voters``, ``Annotator.simulated``) apart."""
+
+    people: int  # annotators who are people, with a vote counted here
+    people_votes: int
+    simulated: int
+    simulated_votes: int
+
+    @property
+    def annotators(self) -> int:
+        return self.people + self.simulated
+
+    @property
+    def votes(self) -> int:
+        return self.people_votes + self.simulated_votes
+
+    @property
+    def text(self) -> str:
+        """ "772 votes: 9 by 1 person, 763 by 100 simulated annotators" (``quality.crowd_votes_text``)."""
+        return quality.crowd_votes_text(
+            people=self.people,
+            people_votes=self.people_votes,
+            simulated=self.simulated,
+            simulated_votes=self.simulated_votes,
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "people": {"annotators": self.people, "votes": self.people_votes},
+            "simulated": {"annotators": self.simulated, "votes": self.simulated_votes},
+        }
+
+
+def study_crowd(*, study: Study, closed_only: bool = False) -> CrowdVotes:
+    """The study's votes (of its closed ballots only, with ``closed_only``) and their annotators,
+    people and simulated annotators apart: one query."""
+    votes = Vote.objects.filter(ballot__study=study)
+    if closed_only:
+        votes = votes.filter(ballot__status=Ballot.Status.CLOSED)
+    counts = {
+        simulated: (annotators, count)
+        for simulated, annotators, count in votes.order_by()
+        .values("annotator__simulated")
+        .annotate(annotators=Count("annotator", distinct=True), count=Count("pk"))
+        .values_list("annotator__simulated", "annotators", "count")
+    }
+    people, people_votes = counts.get(False, (0, 0))
+    simulated, simulated_votes = counts.get(True, (0, 0))
+    return CrowdVotes(
+        people=people, people_votes=people_votes, simulated=simulated, simulated_votes=simulated_votes
+    )
+
+
+def study_check_tally(*, study: Study) -> dict:
+    """The study's check rate, and per kind of check (``gold``, ``instructed``) how many the study has and,
+    for people and simulated annotators apart, how many annotators answered, their answers and how many of
+    those were the expected one (a gold comparison answered as expected, an instruction followed)."""
+    tally = {"rate": study.check_rate}
+    checks = dict(
+        study.checks.order_by().values("kind").annotate(count=Count("pk")).values_list("kind", "count")
+    )
+    answers = {
+        (kind, simulated): {"annotators": annotators, "answered": answered, "correct": correct}
+        for kind, simulated, annotators, answered, correct in CheckAnswer.objects.filter(
+            annotator__study=study
+        )
+        .order_by()
+        .values("quality_check__kind", "annotator__simulated")
+        .annotate(
+            annotators=Count("annotator", distinct=True),
+            answered=Count("pk"),
+            correct=Count("pk", filter=Q(correct=True)),
+        )
+        .values_list("quality_check__kind", "annotator__simulated", "annotators", "answered", "correct")
+    }
+    nobody = {"annotators": 0, "answered": 0, "correct": 0}
+    for kind in ("gold", "instructed"):
+        tally[kind] = {
+            "checks": checks.get(kind, 0),
+            "people": answers.get((kind, False), nobody),
+            "simulated": answers.get((kind, True), nobody),
+        }
+    return tally
+
+
 # --- the study at a glance -----------------------------------------------------------------------
 
 
@@ -57,6 +147,7 @@ class StudyOverview:
     plan: dict | None  # BallotPlan.as_dict(); None when the pools cannot make a plan yet
     plan_problem: str | None
     ballots: list[dict]  # collection.selectors.study_progress
+    crowd: CrowdVotes  # the votes and voters, people and simulated annotators apart
 
 
 def study_overview(*, study: Study) -> StudyOverview:
@@ -67,18 +158,17 @@ def study_overview(*, study: Study) -> StudyOverview:
         plan = study_plan(study=study, item_count=item_count).as_dict()
     except ServiceError as exc:
         plan_problem = exc.message
-    votes = Vote.objects.filter(ballot__study=study).aggregate(
-        votes=Count("pk"), voters=Count("annotator", distinct=True)
-    )
+    crowd = study_crowd(study=study)
     return StudyOverview(
         study=study,
         item_count=item_count,
         annotator_count=Annotator.objects.filter(study=study).count(),
-        voter_count=votes["voters"],
-        vote_count=votes["votes"],
+        voter_count=crowd.annotators,
+        vote_count=crowd.votes,
         plan=plan,
         plan_problem=plan_problem,
         ballots=study_progress(study=study),
+        crowd=crowd,
     )
 
 
@@ -373,6 +463,7 @@ class AnnotatorStats:
     check_accuracy: float | None = None  # share of the checks (gold and instructed-response) answered right
     checks_answered: int = 0
     checks_failed: int = 0
+    simulated: bool = False  # a simulated annotator (``simulate_voters``), not a person
 
     @property
     def left_choice_percent(self) -> float | None:
@@ -488,6 +579,7 @@ class AnnotatorFigures:
     checks_failed: np.ndarray
     check_accuracy: np.ndarray  # NaN for annotators who answered no check
     flags: np.ndarray  # bool, (annotators, len(QUALITY_FLAGS))
+    simulated: np.ndarray  # bool: a simulated annotator (``simulate_voters``), not a person
 
     def __len__(self) -> int:
         return self.annotator_id.size
@@ -559,6 +651,7 @@ class AnnotatorFigures:
             check_accuracy=value(self.check_accuracy),
             checks_answered=int(self.checks_answered[position]),
             checks_failed=int(self.checks_failed[position]),
+            simulated=bool(self.simulated[position]),
         )
 
     def _flags_of(self, position: int) -> tuple[QualityFlag, ...]:
@@ -622,10 +715,9 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
     ``quality_max_failed_checks`` raise it.
     """
     thresholds = QualityThresholds.of(study)
-    labels = {
-        annotator.pk: str(annotator)
-        for annotator in Annotator.objects.filter(study=study).select_related("user").order_by("pk")
-    }
+    every_annotator = list(Annotator.objects.filter(study=study).select_related("user").order_by("pk"))
+    labels = {annotator.pk: str(annotator) for annotator in every_annotator}
+    simulated_ids = [annotator.pk for annotator in every_annotator if annotator.simulated]
     votes = arrays.study_votes(study_id=study.pk)
     answers = arrays.study_check_answers(study_id=study.pk)
     ids = np.union1d(votes.annotator, answers.annotator)  # those who voted or answered a check, by id
@@ -728,6 +820,7 @@ def annotator_figures(*, study: Study) -> AnnotatorFigures:
         checks_failed=checks_failed,
         check_accuracy=check_accuracy,
         flags=flags,
+        simulated=np.isin(ids, simulated_ids),
     )
 
 

@@ -238,6 +238,7 @@ def _annotator_table(query: QueryDict, figures: AnnotatorFigures) -> dict:
         "annotators": figures.rows(page.object_list),
         "annotator_count": len(figures),
         "annotators_flagged": flagged,
+        "annotators_simulated": int(figures.simulated.sum()),
         "annotator_thresholds": figures.thresholds,
         "annotator_columns": columns,
         "annotator_filters": filters,

@@ -11,7 +11,7 @@ from django.http import StreamingHttpResponse
 from django.urls import reverse
 
 from collection.models import Study, Vote
-from tests.factories import annotators, make_study, vote_until
+from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +39,7 @@ VOTE_COLUMNS = [
     "comparison_position",
     "annotator_id",
     "annotator",
+    "simulated",
     "left_item_id",
     "left_token_a",
     "left_token_b",
@@ -149,6 +150,10 @@ def test_the_dataset_json_holds_the_study_and_one_object_per_item(staff_client, 
     assert study["ballots"][0]["rescale_slope"] is None
     assert study["ballots"][1]["rescale_slope"] == finished_study.ballots.get(number=2).rescale_slope
     assert (study["annotators"], study["votes"]) == (6, 54)
+    assert study["crowd"] == {
+        "people": {"annotators": 6, "votes": 54},
+        "simulated": {"annotators": 0, "votes": 0},
+    }
     assert len(data["items"]) == 15
     first = data["items"][0]
     assert set(first) == {
@@ -213,6 +218,7 @@ def test_the_votes_csv_has_one_row_per_vote(staff_client, finished_study):
             "comparison_position": str(vote.comparison.position),
             "annotator_id": str(vote.annotator_id),
             "annotator": str(vote.annotator),
+            "simulated": "0",
             "left_item_id": str(vote.left_item_id),
             "left_token_a": vote.left_item.token_a.text,
             "left_token_b": vote.left_item.token_b.text,
@@ -242,3 +248,114 @@ def test_tokens_with_commas_quotes_and_accents_survive_the_csv(staff_client, fin
     _, text = download(staff_client, "scoring:export-votes-csv", finished_study)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert any('café, "latte"' in (row["left_token_a"], row["right_token_a"]) for row in rows)
+
+
+def read_csv(client, name: str, study: Study) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(download(client, name, study)[1])))
+
+
+def test_simulated_annotators_votes_are_marked_in_every_export(staff_client):
+    from collection.models import Annotator
+
+    study = make_study(seed=1)
+    people = annotators(study, 2, prefix="prolific-")
+    machines = [
+        Annotator.objects.create(
+            study=study, participant_id=f"sim-{i}", simulated=True, consented_at=study.started_at
+        )
+        for i in range(4)
+    ]
+    vote_until(study, voters=people + machines, choose=disagreeing_crowd(study))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    human_votes = Vote.objects.filter(ballot__study=study, annotator__in=people).count()
+    votes = read_csv(staff_client, "scoring:export-votes-csv", study)
+    assert len(votes) == 54
+    assert sum(row["simulated"] == "0" for row in votes) == human_votes
+    assert {row["annotator"] for row in votes if row["simulated"] == "1"} == {
+        f"participant sim-{i}" for i in range(4)
+    }
+    listed = read_csv(staff_client, "scoring:export-annotators-csv", study)
+    assert {row["participant_id"]: row["simulated"] for row in listed} == {
+        "prolific-0": "0",
+        "prolific-1": "0",
+        **{f"sim-{i}": "1" for i in range(4)},
+    }
+    header = json.loads(download(staff_client, "scoring:export-dataset-json", study)[1])["study"]
+    assert header["crowd"] == {
+        "people": {"annotators": 2, "votes": human_votes},
+        "simulated": {"annotators": 4, "votes": 54 - human_votes},
+    }
+    assert {person["participant_id"]: person["simulated"] for person in header["participants"]} == {
+        "prolific-0": False,
+        "prolific-1": False,
+        **{f"sim-{i}": True for i in range(4)},
+    }
+
+
+def test_an_excluded_annotator_whose_votes_were_set_aside_is_in_annotators_csv_with_reason_and_codes(
+    staff_client, django_user_model
+):
+    from collection.crowd import participant_code
+    from collection.exclusion import annotator_exclude, annotator_readmit
+    from collection.models import Annotator
+
+    study = make_study(participant_codes=True)
+    crowd = annotators(study, 4, prefix="prolific-")
+    Annotator.objects.filter(pk=crowd[3].pk).update(
+        prolific_study_id="STUDY-1", prolific_session_id="SESSION-3"
+    )
+    assert (
+        vote_until(study, voters=crowd, choose=disagreeing_crowd(study), max_votes=12) == 12
+    )  # ballot 1 of 30
+    researcher = django_user_model.objects.get(username="researcher")
+    # Both lose their 3 votes of the open ballot; the second is readmitted, and votes no more.
+    annotator_exclude(annotator=crowd[3], reason="answers in 300 ms, whatever the pair", by=researcher)
+    annotator_exclude(annotator=crowd[2], reason="failed 2 checks", rule="failed_checks")
+    annotator_readmit(annotator=crowd[2], by=researcher, reason="the checks were ambiguous")
+    assert Vote.objects.filter(annotator__in=crowd[2:]).count() == 0
+    rows = {
+        row["participant_id"]: row for row in read_csv(staff_client, "scoring:export-annotators-csv", study)
+    }
+    assert list(rows) == ["prolific-0", "prolific-1", "prolific-2", "prolific-3"]
+    excluded = rows["prolific-3"]
+    assert {key: excluded[key] for key in EXCLUSION_CELLS} == {
+        "votes": "0",
+        "simulated": "0",
+        "excluded": "1",
+        "excluded_by": "researcher",
+        "exclusion_reason": "answers in 300 ms, whatever the pair",
+        "votes_set_aside": "3",
+        "prolific_study_id": "STUDY-1",
+        "prolific_session_id": "SESSION-3",
+        "code_completed": participant_code(study=study, annotator_id=crowd[3].pk, outcome="completed"),
+        "code_screened_out": participant_code(study=study, annotator_id=crowd[3].pk, outcome="screened_out"),
+    }
+    assert excluded["excluded_at"] == crowd[3].exclusions.get().excluded_at.isoformat()
+    readmitted = rows["prolific-2"]
+    assert {
+        key: readmitted[key]
+        for key in ("votes", "excluded", "excluded_by", "exclusion_reason", "votes_set_aside")
+    } == {
+        "votes": "0",
+        "excluded": "0",
+        "excluded_by": "",
+        "exclusion_reason": "",
+        "votes_set_aside": "3",
+    }
+    assert [rows[f"prolific-{i}"]["excluded"] for i in range(2)] == ["0", "0"]
+    assert [rows[f"prolific-{i}"]["votes"] for i in range(2)] == ["3", "3"]
+
+
+EXCLUSION_CELLS = (
+    "votes",
+    "simulated",
+    "excluded",
+    "excluded_by",
+    "exclusion_reason",
+    "votes_set_aside",
+    "prolific_study_id",
+    "prolific_session_id",
+    "code_completed",
+    "code_screened_out",
+)

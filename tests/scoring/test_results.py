@@ -452,3 +452,26 @@ def test_the_plan_line_counts_its_ballots_in_words(staff_client, ballots, said):
     study = make_study(start=False, ballot_count=ballots)
     html = staff_client.get(reverse("scoring:results", args=[study.slug])).content.decode()
     assert f"n<sub>b</sub> {said}" in html
+
+
+def test_the_page_counts_simulated_annotators_votes_apart_and_marks_them(staff_client):
+    from tests.factories import disagreeing_crowd
+
+    study = make_study(seed=SEED)
+    people = annotators(study, 2, prefix="prolific-")
+    machines = [
+        Annotator.objects.create(
+            study=study, participant_id=f"sim-{i}", simulated=True, consented_at=study.started_at
+        )
+        for i in range(4)
+    ]
+    vote_until(study, voters=people + machines, choose=disagreeing_crowd(study))
+    human = Vote.objects.filter(ballot__study=study, annotator__in=people).count()
+    html = staff_client.get(reverse("scoring:results", args=[study.slug])).content.decode()
+    assert f"54 votes: {human} by 2 people, {54 - human} by 4 simulated annotators" in html
+    assert "Annotators: 6, 4 simulated," in html
+    for i in range(4):
+        assert (
+            f'<th scope="row">participant sim-{i} <span class="simulated-note">simulated</span></th>' in html
+        )
+    assert '<th scope="row">participant prolific-0</th>' in html
