@@ -112,31 +112,54 @@ def _csv_rows(
     in the order ``expected + optional``. The separator is told by ``_separator``.
     """
     separator = _separator(text, len(expected))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
-    try:
-        rows = list(reader)
-    except csv.Error as exc:
-        raise ServiceError(
-            f"the {what} file cannot be read as CSV at line {reader.line_num}: {exc}; "
-            "check the quotes on that line"
-        ) from None
+    lines_and_rows = _read_csv(text, separator, what=what)
     columns = expected + optional
-    header = [cell.strip().lower() for cell in rows[0]] if rows else []
-    first_line = 1
+    header = [cell.strip().lower() for cell in lines_and_rows[0][1]] if lines_and_rows else []
     if set(expected) <= set(header):
         positions = {name: header.index(name) for name in columns if name in header}
-        rows = rows[1:]
-        first_line = 2
+        lines_and_rows = lines_and_rows[1:]
     else:
         positions = {name: index for index, name in enumerate(columns)}
     parsed = []
-    for line, row in enumerate(rows, start=first_line):
+    for line, row in lines_and_rows:
         if not any(cell.strip() for cell in row):
             continue
         parsed.append(
             (line, {name: (row[index] if index < len(row) else "") for name, index in positions.items()})
         )
     return parsed, separator
+
+
+def _read_csv(text: str, separator: str, *, what: str) -> list[tuple[int, list[str]]]:
+    """Every row of the CSV with the line it starts on (a quoted field may hold line breaks).
+
+    Read strictly: a quote never closed, or text after a closing quote, is refused with its line
+    instead of swallowing the rest of the file into one field.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator, strict=True)
+    rows = []
+    start = 1
+    try:
+        for row in reader:
+            rows.append((start, row))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        close = f'close it (") on line {start}, or remove it'
+        if str(exc) == "unexpected end of data":
+            raise ServiceError(
+                f"the {what} file has a quote that is never closed: the quoted field that starts on line "
+                f"{start} runs to the end of the file; {close}"
+            ) from None
+        if str(exc).startswith("field larger than field limit"):
+            raise ServiceError(
+                f"the {what} file has a field longer than {csv.field_size_limit():,} characters from line "
+                f"{start} on: a quote opened on line {start} and never closed does this; {close}"
+            ) from None
+        raise ServiceError(
+            f"the {what} file cannot be read as CSV at line {reader.line_num}: {exc}; check the quotes on "
+            'that line (a quote inside a quoted field is written twice: "the ""big"" apple")'
+        ) from None
+    return rows
 
 
 def _separator_note(separator: str, what: str) -> list[str]:

@@ -227,6 +227,72 @@ def test_quoted_fields_with_commas_and_quotes_are_one_token(study):
     ]
 
 
+@pytest.mark.parametrize("end", ["\n", ""])  # with or without the last line's end
+def test_an_unterminated_quote_is_reported_with_its_line_and_imports_nothing(study, end):
+    data = 'token,area\nlion,Animals\n"tiger,Animals\nsalt,Food\npepper,Food' + end
+
+    with pytest.raises(ServiceError) as raised:
+        tokens_import(study=study, data=data)
+
+    assert raised.value.message == (
+        "the tokens file has a quote that is never closed: the quoted field that starts on line 3 runs to "
+        'the end of the file; close it (") on line 3, or remove it'
+    )
+    assert Token.objects.count() == 0
+
+
+def test_an_unterminated_quote_in_a_pairs_or_checks_file_is_reported_with_its_line(study):
+    from collection.checks import checks_import
+
+    tokens_import(study=study, data="a,X\nb,X\nc,X\n")
+    items_import_pairs(study=study, data="a,b\nb,c\n")
+
+    with pytest.raises(ServiceError) as pairs:
+        items_import_pairs(study=study, data='a,b\na,"c\n')
+    with pytest.raises(ServiceError) as checks:
+        checks_import(study=study, data='gold,a,b,"b,c,left\n')
+
+    assert (pairs.value.message, checks.value.message) == (
+        "the items file has a quote that is never closed: the quoted field that starts on line 2 runs to "
+        'the end of the file; close it (") on line 2, or remove it',
+        "the checks file has a quote that is never closed: the quoted field that starts on line 1 runs to "
+        'the end of the file; close it (") on line 1, or remove it',
+    )
+    assert study.items.count() == 2
+
+
+def test_a_field_that_runs_past_the_csv_field_limit_is_reported_as_a_quote_left_open(study):
+    # A quote opened early in a large file swallows more than csv's field limit (131,072 characters).
+    data = "token,area\n" + '"lion,Animals\n' + "".join(f"token{i},Area\n" for i in range(15_000))
+
+    with pytest.raises(ServiceError) as raised:
+        tokens_import(study=study, data=data)
+
+    assert raised.value.message == (
+        "the tokens file has a field longer than 131,072 characters from line 2 on: a quote opened on "
+        'line 2 and never closed does this; close it (") on line 2, or remove it'
+    )
+
+
+def test_a_quoted_token_over_two_lines_keeps_the_line_numbers_of_the_rows_after_it(study):
+    data = 'token,area\n"sea\nsalt",Food\npepper,Food\n,Food\n'
+
+    with pytest.raises(ServiceError) as raised:
+        tokens_import(study=study, data=data)
+
+    assert raised.value.errors == ["line 5: the token is empty"]
+
+
+def test_text_after_a_closing_quote_is_reported_with_its_line(study):
+    with pytest.raises(ServiceError) as raised:
+        tokens_import(study=study, data='lion,Animals\n"tiger" cat,Animals\n')
+
+    assert raised.value.message == (
+        "the tokens file cannot be read as CSV at line 2: ',' expected after '\"'; check the quotes on "
+        'that line (a quote inside a quoted field is written twice: "the ""big"" apple")'
+    )
+
+
 def test_a_file_from_excel_with_a_bom_and_crlf_line_ends_is_read(study):
     data = "\ufefftoken,area,rare\r\ncafé,Food,0\r\nthé,Food,1\r\n\r\n".encode()
 
