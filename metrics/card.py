@@ -5,7 +5,7 @@ blocks (paragraphs, facts, lists, tables, quotes, figures), in the order of Welt
 says. ``metrics.card_render`` writes the document as Markdown and draws its figures for the page
 (``templates/metrics/card.html``), so the download and the page say the same.
 
-PURE module: the standard library and ``common.numbers`` only. Numbers are shown with three or four significant digits; a
+PURE module: the standard library, ``common.numbers`` and ``scoring.quality`` only. Numbers are shown with three or four significant digits; a
 value that was not measured (None, NaN) is written "not measured", never "nan". The module is long
 because it holds the card's text: nine sections of prose, one function each.
 """
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import ClassVar
 
-from common.numbers import finite_or_none
+from common.numbers import counted, finite_or_none, listed
+from scoring.quality import crowd_votes_text
 
 __all__ = [
     "NOT_MEASURED",
@@ -246,6 +247,14 @@ def card_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None
     study = card.get("study") or {}
     status = study.get("status", "")
     notices = []
+    simulated, votes = _simulated_votes(card), _votes(card)
+    if simulated:
+        notices.append(
+            f"Simulated votes: {_crowd_text(card)} in the closed ballots ({percent(simulated / votes)}). "
+            "Simulated annotators (manage.py simulate_voters, the voter model of Lombardo et al. §4.1) are not "
+            "people: every figure below describes the simulation as much as any crowd, this card measures no "
+            "one's judgement, and it offers no citation."
+        )
     if status == "draft":
         notices.append(
             "Nothing has been measured yet: this study is a draft. Its card fills in once it has started "
@@ -387,8 +396,11 @@ def _procedure(card: Mapping) -> Section:
                 ("Created", _date(dates.get("created"))),
                 ("Started", _date(dates.get("started"))),
                 ("Finished", _date(dates.get("finished")) if dates.get("finished") else "not yet"),
-                ("Annotators (with votes in closed ballots)", count(procedure.get("annotators"))),
-                ("Votes measured (in closed ballots)", count(procedure.get("votes"))),
+                ("Annotators (with votes in closed ballots)", _annotators_text(card)),
+                (
+                    "Votes measured (in closed ballots)",
+                    _crowd_text(card) if _simulated_votes(card) else count(procedure.get("votes")),
+                ),
                 (
                     "Votes per annotator (all ballots)",
                     _summary(procedure.get("votes_per_annotator"), show=_amount),
@@ -400,6 +412,7 @@ def _procedure(card: Mapping) -> Section:
             )
         )
     )
+    blocks.extend(_check_blocks(card))
     blocks.extend(_exclusion_blocks(card))
     changed = list(dict.fromkeys(change["label"] for change in card.get("changes") or []))
     if changed:
@@ -410,6 +423,118 @@ def _procedure(card: Mapping) -> Section:
             )
         )
     return Section("procedure", "1. Measurement procedure", "Welty §5.1", tuple(blocks))
+
+
+def _crowd(card: Mapping) -> tuple[Mapping, Mapping]:
+    """(people, simulated) of the card's "crowd", each {"annotators", "votes"}; cards before version 8
+    have none and count every vote as a person's."""
+    procedure = card.get("procedure") or {}
+    crowd = card.get("crowd") or {
+        "people": {"annotators": procedure.get("annotators") or 0, "votes": procedure.get("votes") or 0}
+    }
+    return crowd["people"], crowd.get("simulated") or {"annotators": 0, "votes": 0}
+
+
+def _votes(card: Mapping) -> int:
+    people, simulated = _crowd(card)
+    return people["votes"] + simulated["votes"]
+
+
+def _simulated_votes(card: Mapping) -> int:
+    return _crowd(card)[1]["votes"]
+
+
+def _crowd_text(card: Mapping) -> str:
+    """ "772 votes: 9 by 1 person, 763 by 100 simulated annotators" (``scoring.quality.crowd_votes_text``)."""
+    people, simulated = _crowd(card)
+    return crowd_votes_text(
+        people=people["annotators"],
+        people_votes=people["votes"],
+        simulated=simulated["annotators"],
+        simulated_votes=simulated["votes"],
+    )
+
+
+def _annotators_text(card: Mapping) -> str:
+    """The annotators with votes in closed ballots: "6", or "6: 1 person and 5 simulated annotators"."""
+    people, simulated = _crowd(card)
+    total = count((card.get("procedure") or {}).get("annotators"))
+    if not simulated["annotators"]:
+        return total
+    return (
+        f"{total}: {counted(people['annotators'], 'person', 'people')} and "
+        f"{counted(simulated['annotators'], 'simulated annotator')}"
+    )
+
+
+def _check_blocks(card: Mapping) -> list:
+    """The study's checks: how often they are served, and how the annotators answered them (cards from
+    version 8)."""
+    checks = card.get("checks")
+    if checks is None:
+        return []
+    gold, told = checks["gold"], checks["instructed"]
+    kinds = [
+        counted(tally["checks"], noun)
+        for tally, noun in ((gold, "gold comparison"), (told, "instructed-response check"))
+        if tally["checks"]
+    ]
+    if not kinds:
+        return [
+            Facts(
+                (
+                    (
+                        "Checks",
+                        "none: no gold comparison or instructed-response check was mixed into the comparisons",
+                    ),
+                )
+            )
+        ]
+    rate = finite(checks.get("rate")) or 0.0
+    rows = [
+        (
+            "Checks",
+            f"{_setting(100 * rate)}% of the comparisons served are checks, from {listed(kinds)}; each annotator "
+            "answers each check once"
+            if rate
+            else f"the study has {listed(kinds)}, but a check rate of 0: none is served",
+        )
+    ]
+    for label, tally in (
+        ("Gold comparisons answered as expected (all ballots)", gold),
+        ("Instructed responses followed (all ballots)", told),
+    ):
+        if tally["checks"]:
+            rows.append((label, _check_answers_text(tally)))
+    return [
+        Facts(tuple(rows)),
+        Paragraph(
+            "A check is served in place of a comparison and looks like one. A gold comparison asks the study's "
+            "question about two items whose answer the researchers know; an instructed-response check asks for "
+            "a given side (“choose the pair on the left”). Its answer is never a vote: no score counts it."
+        ),
+    ]
+
+
+def _check_answers_text(tally: Mapping) -> str:
+    """ "8 of 12 answers (66.7%), by 6 annotators", with simulated annotators' answers apart."""
+
+    def share(answers: Mapping, noun: str = "") -> str:
+        answered, correct = answers["answered"], answers["correct"]
+        of = f"{count(correct)} of {count(answered)}{noun}"
+        return of + (f" ({percent(correct / answered)})" if answered else "")
+
+    people, simulated = tally["people"], tally["simulated"]
+    if not people["answered"] and not simulated["answered"]:
+        return "not answered yet"
+    if not simulated["answered"]:
+        return f"{share(people, ' answers')}, by {counted(people['annotators'], 'annotator')}"
+    by_people = (
+        f"{share(people, ' answers')}, by {counted(people['annotators'], 'person', 'people')}"
+        if people["answered"]
+        else "none by people"
+    )
+    return f"{by_people}; by simulated annotators {share(simulated)}"
 
 
 def _ballot_table(plan: Mapping | None, ballots: Sequence[Mapping]) -> Table:
@@ -686,13 +811,21 @@ def _repeatability(card: Mapping) -> Section:
                 )
             )
         )
+        simulated, votes = _simulated_votes(card), _votes(card)
+        threshold = (
+            f"{percent(simulated / votes)} of the votes ({count(simulated)} of {count(votes)}) were cast by "
+            "simulated annotators: α measures how consistently the voter model answers, not how far people "
+            "agree, and the 0.6 often asked of linguistic data does not apply."
+            if simulated
+            else "Welty et al. report α = 0.59 for WS353 and 0.6 as a usual threshold for publishable linguistic "
+            "data."
+        )
         blocks.append(
             Paragraph(
-                "How to read α: 1 is perfect agreement, 0 is agreement at chance level. Welty et al. report α = 0.59 "
-                "for WS353 and 0.6 as a usual threshold for publishable linguistic data. In an adaptive study, "
-                "however, the pairs judged more than once are mostly top items compared again in the last ballots, "
-                "the hardest ones to tell apart: α here describes those pairs, not the whole instrument, and is "
-                f"computed from {count(alpha.get('pairs'))} pairs only."
+                f"How to read α: 1 is perfect agreement, 0 is agreement at chance level. {threshold} In an adaptive "
+                "study, however, the pairs judged more than once are mostly top items compared again in the last "
+                "ballots, the hardest ones to tell apart: α here describes those pairs, not the whole instrument, "
+                f"and is computed from {count(alpha.get('pairs'))} pairs only."
             )
         )
     else:
@@ -702,6 +835,19 @@ def _repeatability(card: Mapping) -> Section:
                 "votes in more than one category. With many items and few comparisons per item the schedules rarely "
                 "repeat a pair; the split-half reliability above covers repeatability instead."
             )
+        )
+    if _simulated_votes(card):
+        people_alpha = repeatability.get("krippendorff_alpha_people")
+        blocks.append(
+            Facts(
+                (
+                    ("Krippendorff's α of the people's votes alone", number(people_alpha.get("alpha"))),
+                    ("Item pairs people judged more than once", count(people_alpha.get("pairs"))),
+                    ("People's votes on those pairs", count(people_alpha.get("votes"))),
+                )
+            )
+            if people_alpha
+            else Paragraph("The people's votes alone repeat too few pairs for an α of their own.")
         )
     return Section("repeatability", "4. Repeatability", "Welty §5.7", tuple(blocks))
 
@@ -1005,14 +1151,24 @@ def _citation(card: Mapping) -> Section:
     procedure = card.get("procedure") or {}
     dates = procedure.get("dates") or {}
     period = f"{_date(dates.get('started'))} to {_date(dates.get('finished')) if dates.get('finished') else 'still running'}"
-    blocks = [
+    simulated = _simulated_votes(card)
+    cite = (
         Paragraph(
+            f"No citation: {count(simulated)} of the {count(_votes(card))} votes were cast by simulated annotators "
+            "(manage.py simulate_voters), not by people. A card of simulated votes describes a simulation, not a "
+            "measurement: run the study with people (a duplicate of it, say) and cite that study's card."
+        )
+        if simulated
+        else Paragraph(
             f"How to cite: “{study.get('name', '')}” ({study.get('slug', '')}), Yardstick instrument card version "
             f"{card.get('version')}, {count(procedure.get('items'))} items ranked from {count(procedure.get('votes'))} "
             f"votes by {count(procedure.get('annotators'))} annotators, collected {period}. Cite {LOMBARDO} for the "
             f"adaptive procedure and the scores, and {WELTY} for this characterisation. Report a model's coefficient "
             "with its interval and beside the chance level of this card."
-        ),
+        )
+    )
+    blocks = [
+        cite,
         Items(
             (
                 "What it cannot tell: the true relatedness of two words. There is no true value to compare with, so "

@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max
 
 from collection import arrays
-from collection.models import Study
+from collection.models import CheckAnswer, Study
 from collection.parts import has_hidden_part, hidden_mask
 from collection.studies import STUDY_SETTINGS, study_plan
 from common.numbers import finite_or_none
@@ -41,14 +41,16 @@ from metrics.metrology import (
 from metrics.selectors import current_scores, finished_replications, study_votes
 from scoring.exclusion import scores_without_excluded
 from scoring.fragility import VoteTable, removals_to_change
+from scoring.selectors import study_check_tally, study_crowd
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
 # 5: the chance level of plain ρ and τ beside ρ_w and τ_w. 6: the ranking scope and figures per area;
 # "fragility", the fewest votes found whose removal changes the top item and the top-K set (issue 11).
 # 7: "split", the hidden test part of a study that keeps one; the per-item precision rows of such a
-# study list its development part only.
-CARD_VERSION = 7
+# study list its development part only. 8: "crowd", the votes of people and of simulated annotators
+# apart, with the α of the people's votes alone; "checks", the check rate and the answers to the checks.
+CARD_VERSION = 8
 # Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
 FRAGILITY_MAX_STEPS = 200
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
@@ -132,7 +134,10 @@ def _card_depends_on(study: Study) -> str:
     depends_on += f"|changes:{study.changes.aggregate(last=Max('pk'))['last']}"
     # So is the exclusion log, apart from a readmission, which sets lifted_at.
     exclusions = study.exclusions.aggregate(last=Max("pk"), lifted=Max("lifted_at"))
-    return depends_on + f"|exclusions:{exclusions['last']}@{exclusions['lifted']}"
+    depends_on += f"|exclusions:{exclusions['last']}@{exclusions['lifted']}"
+    # Check answers are no votes: the study's state does not move with them.
+    answers = CheckAnswer.objects.filter(annotator__study=study).aggregate(last=Max("pk"))
+    return depends_on + f"|checks:{answers['last']}"
 
 
 def card_refresh_on_finish(sender, instance: Study, update_fields=None, **kwargs) -> None:
@@ -227,6 +232,9 @@ def _compute_card(study: Study) -> dict:
             "response_ms": _describe(every_vote.response_ms),
         },
         "changes": _study_changes(study),
+        # The votes of the closed ballots, as "votes" above, and their annotators: people and simulated apart.
+        "crowd": study_crowd(study=study, closed_only=True).as_dict(),
+        "checks": study_check_tally(study=study),
         "split": _split(study),
         "principle": (
             "Annotators compare two items (pairs of tokens) and choose the one whose tokens are more related; "
@@ -266,7 +274,7 @@ def _compute_card(study: Study) -> dict:
         ],
     }
     annotator_count = int(votes.annotator_ids.size)
-    repeatability = {"split_half": None, "krippendorff_alpha": None}
+    repeatability = {"split_half": None, "krippendorff_alpha": None, "krippendorff_alpha_people": None}
     if annotator_count >= 2:
         halves = split_half_reliability(
             votes.ballots,
@@ -282,14 +290,15 @@ def _compute_card(study: Study) -> dict:
             "ballot_one_rho": halves["ballot_one_rho"],
             "ranking": "by ballot reached, then by the half's score ȳ",
         }
-    units, counts = pair_value_counts(votes.pair_low, votes.pair_high, votes.winner_is_low)
-    if units.size >= 2 and (counts.sum(axis=0) > 0).sum() >= 2:
-        alpha = krippendorff.alpha(value_counts=counts, level_of_measurement="nominal")
-        repeatability["krippendorff_alpha"] = {
-            "alpha": finite_or_none(alpha),
-            "pairs": int(units.size),
-            "votes": int(counts.sum()),
-        }
+    repeatability["krippendorff_alpha"] = _nominal_alpha(votes.pair_low, votes.pair_high, votes.winner_is_low)
+    if card["crowd"]["simulated"]["votes"]:
+        # The people's votes alone: the same votes, in the same order, as those of ``study_votes``.
+        closed = arrays.study_votes(study_id=study.pk, closed_only=True)
+        simulated = study.annotators.filter(simulated=True).values_list("pk", flat=True)
+        people = ~np.isin(closed.annotator, list(simulated))
+        repeatability["krippendorff_alpha_people"] = _nominal_alpha(
+            votes.pair_low[people], votes.pair_high[people], votes.winner_is_low[people]
+        )
     card["repeatability"] = repeatability
     # The curve lists the score differences of the compared pairs: in a study that keeps a hidden test
     # part, a difference to a published score would give a hidden one, so only pairs of two development
@@ -314,6 +323,16 @@ def _compute_card(study: Study) -> dict:
     card["fragility"] = _fragility(study, votes)
     card["exclusions"] = _exclusions(study)
     return card
+
+
+def _nominal_alpha(pair_low: np.ndarray, pair_high: np.ndarray, winner_is_low: np.ndarray) -> dict | None:
+    """Krippendorff's α (nominal: the lower item, the higher item, a tie) over the pairs of items judged more
+    than once, with how many pairs and votes; None with fewer than two such pairs or a single category."""
+    units, counts = pair_value_counts(pair_low, pair_high, winner_is_low)
+    if units.size < 2 or (counts.sum(axis=0) > 0).sum() < 2:
+        return None
+    alpha = krippendorff.alpha(value_counts=counts, level_of_measurement="nominal")
+    return {"alpha": finite_or_none(alpha), "pairs": int(units.size), "votes": int(counts.sum())}
 
 
 def _split(study: Study) -> dict | None:

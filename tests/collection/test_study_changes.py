@@ -50,6 +50,7 @@ EDITABLE_IN = {
     "screened_out_code": UNTIL_FINISHED,
     "exclude_flagged_annotators": UNTIL_FINISHED,
     "max_wait_seconds": UNTIL_FINISHED,
+    "min_judgements": UNTIL_FINISHED,
     "participant_codes": UNTIL_FINISHED,
     "pay_per_hour": UNTIL_FINISHED,
     "pay_currency": UNTIL_FINISHED,
@@ -90,6 +91,7 @@ CHANGES = {
     "screened_out_code": {"screened_out_code": "SCREEN1"},
     "exclude_flagged_annotators": {"exclude_flagged_annotators": True},
     "max_wait_seconds": {"max_wait_seconds": 600},
+    "min_judgements": {"min_judgements": 40},
     "participant_codes": {"participant_codes": True},
     "pay_per_hour": {"pay_per_hour": 9.5},
     "pay_currency": {"pay_currency": "USD"},
@@ -509,7 +511,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        7,  # card version 7: the hidden test part of a study that keeps one (README)
+        8,  # card version 8: people and simulated annotators apart, and the checks (README)
         [
             {
                 "changed_at": moment.isoformat(),

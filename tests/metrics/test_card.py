@@ -428,3 +428,163 @@ def test_the_card_reports_an_exclusion_by_counts_and_never_says_who(client):
     page = client.get(reverse("metrics:card", args=[study.slug])).content.decode()
     assert "Annotators excluded" in page
     assert careless.participant_id not in page and "clicked at random" not in page
+
+
+# --- simulated annotators and checks (issue 34 §4.8) -----------------------------------------------
+
+
+def simulated_annotators(study: Study, count: int) -> list:
+    """Annotators as ``simulate_voters`` makes them: marked simulated."""
+    from collection.models import Annotator
+
+    return [
+        Annotator.objects.create(
+            study=study, participant_id=f"sim-{i}", simulated=True, consented_at=study.started_at
+        )
+        for i in range(count)
+    ]
+
+
+def test_a_card_of_simulated_votes_says_so_at_its_head_and_offers_no_citation(client):
+    study = make_study(tokens=8, ballot_count=2, appearances=8, seed=3)
+    person = annotators(study, 1, prefix="prolific-")
+    assert vote_until(study, voters=person, choose=disagreeing_crowd(study), max_votes=9) == 9
+    vote_until(study, voters=simulated_annotators(study, 5), choose=disagreeing_crowd(study, seed=7))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    card = instrument_card(study=study)
+    assert card["crowd"] == {
+        "people": {"annotators": 1, "votes": 9},
+        "simulated": {"annotators": 5, "votes": 159},
+    }
+    text = card_markdown(card, item_labels=labels_of(study))
+    said = "168 votes: 9 by 1 person, 159 by 5 simulated annotators"
+    notices = [line for line in text.splitlines() if line.startswith("> **")]
+    assert notices[0].startswith(f"> **Simulated votes: {said} in the closed ballots (94.6%).")
+    assert "- **Annotators (with votes in closed ballots)**: 6: 1 person and 5 simulated annotators" in text
+    assert f"- **Votes measured (in closed ballots)**: {said}" in text
+    assert "How to cite:" not in text
+    assert "No citation: 159 of the 168 votes were cast by simulated annotators" in text
+    assert "publishable" not in text
+    # One person never judges a pair twice: their votes alone have no α; that of every vote is not called
+    # publishable.
+    assert card["repeatability"]["krippendorff_alpha"]["pairs"] == 12
+    assert card["repeatability"]["krippendorff_alpha_people"] is None
+    assert "The people's votes alone repeat too few pairs for an α of their own." in text
+    assert "of the votes (159 of 168) were cast by simulated annotators: α measures how consistently" in text
+    html = client.get(reverse("metrics:card", args=[study.slug])).content.decode()
+    assert f"Simulated votes: {said} in the closed ballots (94.6%)." in html
+    assert "How to cite:" not in html
+
+
+def test_the_card_gives_the_alpha_of_the_peoples_votes_alone_beside_that_of_every_vote():
+    import krippendorff
+
+    from collection.arrays import study_votes
+    from metrics.metrology import pair_value_counts
+
+    study = make_study(tokens=8, ballot_count=2, appearances=8, seed=3)
+    people = annotators(study, 4, prefix="prolific-")
+    vote_until(study, voters=people + simulated_annotators(study, 2), choose=disagreeing_crowd(study))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    votes = study_votes(study_id=study.pk, closed_only=True)
+    theirs = np.isin(votes.annotator, [person.pk for person in people])
+    assert theirs.sum() == 112  # round-robin: four votes in six
+    winner_is_low = np.where(votes.left < votes.right, votes.outcome, 1.0 - votes.outcome)
+    units, counts = pair_value_counts(votes.pair_low[theirs], votes.pair_high[theirs], winner_is_low[theirs])
+    assert units.size >= 2
+    expected = krippendorff.alpha(value_counts=counts, level_of_measurement="nominal")
+    card = instrument_card(study=study)
+    assert card["repeatability"]["krippendorff_alpha_people"] == {
+        "alpha": pytest.approx(expected),
+        "pairs": int(units.size),
+        "votes": int(counts.sum()),
+    }
+    text = card_markdown(card)
+    assert f"- **Krippendorff's α of the people's votes alone**: {number(expected)}" in text
+    assert f"- **Item pairs people judged more than once**: {units.size}" in text
+
+
+def test_a_card_of_people_only_cites_and_says_nothing_of_simulation(finished_study):
+    card = instrument_card(study=finished_study)
+    assert card["crowd"] == {
+        "people": {"annotators": 6, "votes": 168},
+        "simulated": {"annotators": 0, "votes": 0},
+    }
+    text = card_markdown(card)
+    assert "How to cite: “" in text
+    assert "ranked from 168 votes by 6 annotators" in text
+    assert "simulated" not in text.lower()
+
+
+def answer_checks(annotator, choice_of: dict) -> None:
+    """The annotator answers every check of ``choice_of`` (check → "left" or "right"), served by the lease."""
+    from collection.voting import comparison_next_for, vote_record
+
+    for _ in choice_of:
+        served = comparison_next_for(annotator=annotator, check_due=True).assignment
+        check = next(check for check in choice_of if check.pk == served.quality_check_id)
+        vote_record(annotator=annotator, assignment_id=served.pk, choice=choice_of[check])
+
+
+def test_the_card_reports_the_check_rate_and_the_accuracy_on_checks_with_counts():
+    from collection.checks import check_create
+
+    study = make_study(tokens=8, ballot_count=2, appearances=8, seed=3, check_rate=0.1)
+    items = list(study.items.order_by("index"))
+    gold = check_create(study=study, kind="gold", left_item=items[0], right_item=items[27], expected="left")
+    other = check_create(study=study, kind="gold", left_item=items[1], right_item=items[26], expected="right")
+    told = check_create(
+        study=study,
+        kind="instructed",
+        left_item=items[2],
+        right_item=items[25],
+        expected="left",
+        instruction="For this one, choose the pair on the left.",
+    )
+    right = {gold: "left", other: "right", told: "left"}
+    wrong = {gold: "right", other: "left", told: "right"}
+    people = annotators(study, 6)
+    patterns = ["RRR", "RWR", "WRR", "RRW", "RRR", "WWR"]  # gold 8 of 12 right, instructed 5 of 6
+    for annotator, pattern in zip(people, patterns, strict=True):
+        answer_checks(
+            annotator,
+            {
+                check: (right if mark == "R" else wrong)[check]
+                for check, mark in zip((gold, other, told), pattern, strict=True)
+            },
+        )
+    robot = simulated_annotators(study, 1)
+    answer_checks(robot[0], {gold: "left", other: "left", told: "right"})  # gold 1 of 2, instructed 0 of 1
+    # Every annotator has answered every check: no further lease serves one, and they vote until the end.
+    vote_until(study, voters=people + robot, choose=disagreeing_crowd(study))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    card = instrument_card(study=study)
+    assert card["checks"]["gold"] == {
+        "checks": 2,
+        "people": {"annotators": 6, "answered": 12, "correct": 8},
+        "simulated": {"annotators": 1, "answered": 2, "correct": 1},
+    }
+    text = card_markdown(card)
+    assert (
+        "- **Checks**: 10% of the comparisons served are checks, from 2 gold comparisons and 1 "
+        "instructed-response check; each annotator answers each check once" in text
+    )
+    assert (
+        "- **Gold comparisons answered as expected (all ballots)**: 8 of 12 answers (66.7%), by 6 people; "
+        "by simulated annotators 1 of 2 (50.0%)" in text
+    )
+    assert (
+        "- **Instructed responses followed (all ballots)**: 5 of 6 answers (83.3%), by 6 people; "
+        "by simulated annotators 0 of 1 (0.0%)" in text
+    )
+
+
+def test_a_card_without_checks_says_none_were_mixed_in(finished_study):
+    text = card_markdown(instrument_card(study=finished_study))
+    assert (
+        "- **Checks**: none: no gold comparison or instructed-response check was mixed into the comparisons"
+        in text
+    )
