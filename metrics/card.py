@@ -5,9 +5,10 @@ blocks (paragraphs, facts, lists, tables, quotes, figures), in the order of Welt
 says. ``metrics.card_render`` writes the document as Markdown and draws its figures for the page
 (``templates/metrics/card.html``), so the download and the page say the same.
 
-PURE module: the standard library, ``common.numbers`` and ``scoring.quality`` only. Numbers are shown with three or four significant digits; a
-value that was not measured (None, NaN) is written "not measured", never "nan". The module is long
-because it holds the card's text: nine sections of prose, one function each.
+PURE module: the standard library, ``common.numbers`` and ``scoring.quality`` only. Numbers are shown
+with three or four significant digits; a value that was not measured (None, NaN) is written "not
+measured", never "nan". The module is long because it holds the card's text: nine sections of prose,
+one function each.
 """
 
 from __future__ import annotations
@@ -251,9 +252,9 @@ def card_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None
     if simulated:
         notices.append(
             f"Simulated votes: {_crowd_text(card)} in the closed ballots ({percent(simulated / votes)}). "
-            "Simulated annotators (manage.py simulate_voters, the voter model of Lombardo et al. §4.1) are not "
-            "people: every figure below describes the simulation as much as any crowd, this card measures no "
-            "one's judgement, and it offers no citation."
+            "Simulated annotators (manage.py simulate_voters, the voter model of Lombardo et al. §4.1) are "
+            "not people: every figure below describes the simulation as much as any crowd, this card "
+            "measures no one's judgement, and it offers no citation."
         )
     if status == "draft":
         notices.append(
@@ -485,7 +486,8 @@ def _check_blocks(card: Mapping) -> list:
                 (
                     (
                         "Checks",
-                        "none: no gold comparison or instructed-response check was mixed into the comparisons",
+                        "none: no gold comparison or instructed-response check was mixed into the "
+                        "comparisons",
                     ),
                 )
             )
@@ -494,8 +496,8 @@ def _check_blocks(card: Mapping) -> list:
     rows = [
         (
             "Checks",
-            f"{_setting(100 * rate)}% of the comparisons served are checks, from {listed(kinds)}; each annotator "
-            "answers each check once"
+            f"{_setting(100 * rate)}% of the comparisons served are checks, from {listed(kinds)}; each "
+            "annotator answers each check once"
             if rate
             else f"the study has {listed(kinds)}, but a check rate of 0: none is served",
         )
@@ -509,9 +511,10 @@ def _check_blocks(card: Mapping) -> list:
     return [
         Facts(tuple(rows)),
         Paragraph(
-            "A check is served in place of a comparison and looks like one. A gold comparison asks the study's "
-            "question about two items whose answer the researchers know; an instructed-response check asks for "
-            "a given side (“choose the pair on the left”). Its answer is never a vote: no score counts it."
+            "A check is served in place of a comparison and looks like one. A gold comparison asks the "
+            "study's question about two items whose answer the researchers know; an instructed-response "
+            "check asks for a given side (“choose the pair on the left”). Its answer is never a vote: no "
+            "score counts it."
         ),
     ]
 
@@ -817,15 +820,15 @@ def _repeatability(card: Mapping) -> Section:
             "simulated annotators: α measures how consistently the voter model answers, not how far people "
             "agree, and the 0.6 often asked of linguistic data does not apply."
             if simulated
-            else "Welty et al. report α = 0.59 for WS353 and 0.6 as a usual threshold for publishable linguistic "
-            "data."
+            else "Welty et al. report α = 0.59 for WS353 and 0.6 as a usual threshold for publishable "
+            "linguistic data."
         )
         blocks.append(
             Paragraph(
-                f"How to read α: 1 is perfect agreement, 0 is agreement at chance level. {threshold} In an adaptive "
-                "study, however, the pairs judged more than once are mostly top items compared again in the last "
-                "ballots, the hardest ones to tell apart: α here describes those pairs, not the whole instrument, "
-                f"and is computed from {count(alpha.get('pairs'))} pairs only."
+                f"How to read α: 1 is perfect agreement, 0 is agreement at chance level. {threshold} In an "
+                "adaptive study, however, the pairs judged more than once are mostly top items compared "
+                "again in the last ballots, the hardest ones to tell apart: α here describes those pairs, "
+                f"not the whole instrument, and is computed from {count(alpha.get('pairs'))} pairs only."
             )
         )
     else:
@@ -1154,9 +1157,10 @@ def _citation(card: Mapping) -> Section:
     simulated = _simulated_votes(card)
     cite = (
         Paragraph(
-            f"No citation: {count(simulated)} of the {count(_votes(card))} votes were cast by simulated annotators "
-            "(manage.py simulate_voters), not by people. A card of simulated votes describes a simulation, not a "
-            "measurement: run the study with people (a duplicate of it, say) and cite that study's card."
+            f"No citation: {count(simulated)} of the {count(_votes(card))} votes were cast by simulated "
+            "annotators (manage.py simulate_voters), not by people. A card of simulated votes describes a "
+            "simulation, not a measurement: run the study with people (a duplicate of it, say) and cite "
+            "that study's card."
         )
         if simulated
         else Paragraph(

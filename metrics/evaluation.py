@@ -49,8 +49,12 @@ from metrics.ir import retrieval_report
 from metrics.metrology import permutation_p_value
 
 __all__ = [
+    "CHANCE_P",
     "COEFFICIENTS",
     "annotator_agreement",
+    "chance_sentence",
+    "chance_summary",
+    "chance_verdict",
     "coefficient_replicates",
     "coefficients_by_stratum",
     "evaluate",
@@ -89,6 +93,50 @@ def undefined_summary(entries: dict) -> list[str]:
         f"{listed(symbols)} {'is' if len(symbols) == 1 else 'are'} undefined: {why}"
         for why, symbols in symbols_by_why.items()
     ]
+
+
+# At chance, in words: a figure is above chance when at most this share of the random rankings of the
+# chance column score as high (p ≤ 0.05), below chance when at least 1 − it do (p ≥ 0.95: the bottom 5% of
+# what random orders reach), and at chance in between, the central 90%.
+CHANCE_P = 0.05
+
+
+def chance_verdict(entry: dict) -> str | None:
+    """Whether a coefficient ``entry`` of ``evaluate`` (or of a leaderboard standing) is "above", "at" or
+    "below" chance, from its one-sided permutation p-value p = (1 + #{random ≥ value}) / (1 + draws):
+    above when p ≤ ``CHANCE_P``, below when p ≥ 1 − ``CHANCE_P``, at chance otherwise; None without a
+    value or a p."""
+    p_value = entry.get("p_value")
+    if entry.get("value") is None or p_value is None:
+        return None
+    if p_value <= CHANCE_P:
+        return "above"
+    return "below" if p_value >= 1 - CHANCE_P else "at"
+
+
+def chance_sentence(name: str, entry: dict) -> str | None:
+    """The sentence that says coefficient ``name`` is at or below chance ("τ_w = -0.541 is at chance: p =
+    0.634, …"); None above chance or without a verdict (``chance_verdict``)."""
+    verdict = chance_verdict(entry)
+    if verdict not in ("at", "below"):
+        return None
+    meaning = (
+        "it does not tell the model from a random order"
+        if verdict == "at"
+        else "the model orders the items against the people's ranking"
+    )
+    p_value = entry["p_value"]
+    return (
+        f"{SYMBOLS[name]} = {entry['value']:.3f} is {verdict} chance: p = {p_value:.3f}, so "
+        f"{100 * p_value:.1f}% of random rankings of these items score at least as high; {meaning}"
+    )
+
+
+def chance_summary(entries: dict) -> list[str]:
+    """One sentence per coefficient among ``entries`` (name → entry) at or below chance, in the order of
+    ``COEFFICIENTS``."""
+    sentences = (chance_sentence(name, entries[name]) for name in COEFFICIENTS if name in entries)
+    return [sentence for sentence in sentences if sentence]
 
 
 def _why_undefined(model_ranks: np.ndarray, human_ranks: np.ndarray) -> str:

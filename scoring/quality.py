@@ -141,4 +141,5 @@ def crowd_votes_text(*, people: int, people_votes: int, simulated: int, simulate
         return f"{votes} by {counted(people, 'annotator')}" if people_votes else votes
     if not people_votes:
         return f"{votes}, {'all ' if simulated_votes > 1 else ''}by {machines}"
-    return f"{votes}: {people_votes:,} by {counted(people, 'person', 'people')}, {simulated_votes:,} by {machines}"
+    by_people = f"{people_votes:,} by {counted(people, 'person', 'people')}"
+    return f"{votes}: {by_people}, {simulated_votes:,} by {machines}"
