@@ -4,7 +4,9 @@
 
 A ballot closes when its last comparison is voted (``collection.voting.vote_record`` asks for the close
 through ``ballot_close_request``), when a researcher closes it now (``study_close_current_ballot``), or
-when the sweep (Celery beat) finds it past its deadline or fully voted with its close never run. The
+when the sweep (Celery beat, and each worker as it connects to the broker) finds it past its deadline or
+fully voted with its close never run; a lease that finds it fully voted and open for a while asks for
+its close again (``ballot_close_ask_again``). The
 close itself runs in the Celery task ``scoring.ballot_close`` (``collection.tasks``), after commit:
 on a worker on the full stack; on the embedded default (eager Celery) after the response of the request
 that asked for it (``common.tasks``), so the annotator whose vote completes the ballot does not wait.
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from collection import arrays
@@ -38,6 +41,8 @@ from collection.models import (
     ItemScore,
     SemanticArea,
     Study,
+    SweepRun,
+    Vote,
 )
 from collection.parts import items_split_draw
 from collection.pools import require_no_job
@@ -57,8 +62,10 @@ from scoring.borda import (
 logger = logging.getLogger(__name__)
 
 BALLOT_CLOSE_TASK = "scoring.ballot_close"  # the Celery name it has always had (queued messages carry it)
-# What closes a ballot whose closing task could not be sent (Celery beat, every SWEEP_SECONDS).
-BALLOT_CLOSE_RECOVERY = "the ballots sweep"
+# What closes a ballot whose closing task could not be sent: the sweep (Celery beat, every SWEEP_SECONDS,
+# and each worker when it connects to the broker) or the next lease's ask (ballot_close_ask_again).
+BALLOT_CLOSE_RECOVERY = "the ballots sweep or the next lease"
+BALLOTS_SWEEP = "ballots"  # the sweep's row in SweepRun
 # The rule that excludes flagged annotators, run after each close of a study that asks for it.
 EXCLUSION_RULES_TASK = "scoring.exclusion_rules_apply"
 EXCLUSION_RULES_RECOVERY = "the next close, or manage.py exclusion_rules_apply"
@@ -150,6 +157,54 @@ def ballot_open(*, study: Study, number: int, item_indices, now: datetime | None
 
 
 # --- asking for a close --------------------------------------------------------------------------
+
+
+# A fully voted ballot still open this long after its last vote (and at least twice its expected close)
+# has lost its closing message: a lease that finds it so asks for the close again, and each process
+# asks again at most this often. The sweep does the same, when beat runs.
+CLOSE_ASK_AGAIN_SECONDS = 10.0
+# When this process last looked at a closing ballot's last vote: ballot id -> time.monotonic().
+_close_looked_at: dict[int, float] = {}
+_close_looked_at_lock = threading.Lock()
+CLOSE_LOOKED_AT_KEPT = 1_000  # ballots remembered per process; the oldest go first
+
+
+def ballot_close_ask_again(
+    *, ballot_id: int, expected_close_seconds: float = 0.0, now: datetime | None = None
+) -> bool:
+    """Someone found ``ballot_id`` fully voted and still open (``ballot_closing``): ask for its close
+    again if its last vote is ``CLOSE_ASK_AGAIN_SECONDS`` old, and twice ``expected_close_seconds``.
+    Returns whether it asked.
+
+    Its closing message may have been lost (a broker that was down at the last vote); without Celery
+    beat's sweep nothing else would close it. Each process looks at a ballot at most once per that
+    interval (counted in its memory, so that a broker that is down costs one bounded attempt per
+    interval, not one per annotator). An ask while the close runs costs a message: the close is
+    idempotent.
+    """
+    interval = max(CLOSE_ASK_AGAIN_SECONDS, 2 * expected_close_seconds)
+    looked_at = time.monotonic()
+    with _close_looked_at_lock:
+        last_look = _close_looked_at.get(ballot_id)
+        if last_look is not None and looked_at - last_look < interval:
+            return False
+        _close_looked_at[ballot_id] = looked_at
+        while len(_close_looked_at) > CLOSE_LOOKED_AT_KEPT:
+            del _close_looked_at[next(iter(_close_looked_at))]
+    now = now or timezone.now()
+    last_vote = Vote.objects.filter(ballot_id=ballot_id).aggregate(last=Max("created_at"))["last"]
+    if last_vote is None or (now - last_vote).total_seconds() < interval:
+        return False
+    waited = (now - last_vote).total_seconds()
+    logger.warning("ballot %s still closing %.0f s after its last vote: close asked again", ballot_id, waited)
+    ballot_close_request(ballot_id=ballot_id)
+    return True
+
+
+def ballot_close_asks_forget() -> None:
+    """Forget when this process last looked at closing ballots (tests, whose ballot ids repeat)."""
+    with _close_looked_at_lock:
+        _close_looked_at.clear()
 
 
 def ballot_close_request(*, ballot_id: int, after_response: bool = True) -> None:
@@ -472,8 +527,46 @@ def ballots_sweep(*, now: datetime | None = None) -> dict:
     closed = 0
     for ballot_id in sorted(set(due) | set(complete)):
         closed += ballot_close(ballot_id=ballot_id, now=now, when_due=True).status == Ballot.Status.CLOSED
-    return {
+    counts = {
         "leases_expired": expired,
         "ballots_closed": closed,
         "jobs_restarted": study_jobs_restart(now=now),
     }
+    # One row, written whatever ran before it: two sweeps at once both write, the later time stays.
+    SweepRun.objects.bulk_create(
+        [SweepRun(name=BALLOTS_SWEEP, finished_at=timezone.now())],
+        update_conflicts=True,
+        unique_fields=["name"],
+        update_fields=["finished_at"],
+    )
+    return counts
+
+
+# The sweep is late when it has not run for this many of its intervals (SWEEP_SECONDS), and a minute.
+SWEEP_LATE_INTERVALS = 4
+SWEEP_LATE_MIN_SECONDS = 60.0
+# Before this process has seen any sweep, it counts from its own start: a deployment just started is
+# not late.
+_process_started_at = timezone.now()
+
+
+def ballots_sweep_health(*, now: datetime | None = None) -> dict:
+    """When the ballots sweep last finished and whether it is late, for ``/healthz/``:
+    ``{"last_run": ISO time or None, "late": bool}``, and ``"detail"`` saying what to check when late.
+
+    Late: no run for ``SWEEP_LATE_INTERVALS`` sweep intervals and at least ``SWEEP_LATE_MIN_SECONDS``
+    (counted from this process's start when no sweep ever ran). Without beat nothing closes a ballot
+    whose closing message was lost, past the worker's sweep when it connects and the next lease's ask.
+    """
+    now = now or timezone.now()
+    last_run = SweepRun.objects.filter(name=BALLOTS_SWEEP).values_list("finished_at", flat=True).first()
+    waited = (now - (last_run or _process_started_at)).total_seconds()
+    late_after = max(SWEEP_LATE_INTERVALS * _sweep_seconds(), SWEEP_LATE_MIN_SECONDS)
+    health = {"last_run": last_run.isoformat() if last_run else None, "late": waited > late_after}
+    if health["late"]:
+        health["detail"] = (
+            f"the ballots sweep has not run for {waited:,.0f} s (Celery beat runs it every "
+            f"{_sweep_seconds():g} s): check that beat runs; until it does, a ballot whose closing message "
+            "was lost waits for a worker to connect or for an annotator to ask for work"
+        )
+    return health

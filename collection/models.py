@@ -714,6 +714,17 @@ class Ballot(models.Model):
             self.votes_recorded = counted.values_list("votes_recorded", flat=True).get()
 
 
+class SweepRun(models.Model):
+    """When a periodic sweep last finished (``collection.lifecycle.ballots_sweep``, as ``"ballots"``):
+    ``/healthz/`` says when it has not run for a while (no Celery beat, or beat stopped)."""
+
+    name = models.CharField(primary_key=True, max_length=40)
+    finished_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"sweep {self.name} at {self.finished_at:%Y-%m-%d %H:%M:%S}"
+
+
 class BallotCounter(models.Model):
     """One part of a ballot's count of votes recorded; the count is the sum of its parts.
 

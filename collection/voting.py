@@ -21,7 +21,7 @@ from django.utils import timezone
 from collection import checks
 from collection.exclusion import annotator_exclude
 from collection.lease_start import lease_start, lease_start_read
-from collection.lifecycle import ballot_close_request, ballot_close_wait_seconds
+from collection.lifecycle import ballot_close_ask_again, ballot_close_request, ballot_close_wait_seconds
 from collection.models import (
     BALLOT_COUNTER_PARTS,
     Annotator,
@@ -126,10 +126,14 @@ class NextResult:
         return self.instruction or study.question
 
 
-def _nothing_in_open_ballot(*, study: Study, reason: str, comparison_count: int) -> NextResult:
-    """No assignment although a ballot is open; a closing ballot says how long its close should take."""
+def _nothing_in_open_ballot(
+    *, study: Study, ballot_id: int, reason: str, comparison_count: int
+) -> NextResult:
+    """No assignment although a ballot is open; a closing ballot says how long its close should take,
+    and is asked to close again when it has been closing for too long (its message lost)."""
     if reason == NextReason.BALLOT_CLOSING:
         retry = ballot_close_wait_seconds(study_id=study.pk, comparison_count=comparison_count)
+        ballot_close_ask_again(ballot_id=ballot_id, expected_close_seconds=retry)
     elif reason == NextReason.ALL_LEASED:
         retry = _retry_draws.randint(  # 2 to 4 s: shorter than any lease (at least 10 s)
             ALL_LEASED_RETRY_SECONDS - ALL_LEASED_RETRY_SPREAD,
@@ -378,7 +382,9 @@ def _lease_result(row: tuple, annotator: Annotator) -> NextResult:
         reason = NextReason.NONE_FOR_YOU
     else:
         reason = NextReason.ALL_LEASED
-    result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=comparison_count)
+    result = _nothing_in_open_ballot(
+        study=study, ballot_id=ballot_id, reason=reason, comparison_count=comparison_count
+    )
     result.progress = progress
     return result
 
@@ -538,7 +544,9 @@ def _lease_step_by_step(*, annotator: Annotator, now: datetime) -> NextResult:
             else:
                 cursor.execute(_ANY_AVAILABLE_SQL, lookup)
                 reason = NextReason.NONE_FOR_YOU if cursor.fetchone()[0] else NextReason.ALL_LEASED
-            result = _nothing_in_open_ballot(study=study, reason=reason, comparison_count=comparison_count)
+            result = _nothing_in_open_ballot(
+                study=study, ballot_id=ballot_id, reason=reason, comparison_count=comparison_count
+            )
             result.progress = progress
             return result
         comparison_id, comparison_status, *sides = row

@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -18,6 +18,27 @@ logger = logging.getLogger(__name__)
 app = Celery("yardstick")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+BALLOTS_SWEEP_TASK = "scoring.ballots_sweep"
+
+
+class SweepOnConnect(bootsteps.StartStopStep):
+    """Each time the worker's consumer connects to the broker (at start, and again after the broker was
+    away), it sends the ballots sweep once: a ballot completed while the broker was down, whose closing
+    message was lost, is closed then even where no Celery beat runs."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, consumer):
+        try:
+            consumer.app.send_task(BALLOTS_SWEEP_TASK)
+        except Exception:  # the broker gone again: the next connection sends it (a step must not raise)
+            logger.exception("could not send %s after connecting to the broker", BALLOTS_SWEEP_TASK)
+        else:
+            logger.info("sent %s after connecting to the broker", BALLOTS_SWEEP_TASK)
+
+
+app.steps["consumer"].add(SweepOnConnect)
 
 
 def compile_metrics_kernels() -> None:

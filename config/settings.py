@@ -184,6 +184,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("SWEEP_SECONDS", default=15.0),
     },
 }
+# /healthz/ reads when the ballots sweep last ran at most this often per process (config/views.py).
+HEALTHZ_SWEEP_READ_SECONDS = 5.0
 # Beat's record of last runs; the default would be ./celerybeat-schedule, inside the code directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

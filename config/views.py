@@ -3,6 +3,8 @@
 They live in config/ because they span the apps: config imports the apps, never the reverse.
 """
 
+import time
+
 from django.conf import settings
 from django.db import connection
 from django.http import HttpResponse, JsonResponse
@@ -10,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from prometheus_client.exposition import choose_encoder
 
+from collection.lifecycle import ballots_sweep_health
 from collection.models import Study
 from common.observability import bearer_token_problem, scrape_registry
 from config.figures import VotesRecordedCollector
@@ -36,15 +39,39 @@ def home(request):
     return render(request, "home.html", context)
 
 
+# The sweep's health as this process last read it: (time.monotonic() then, the health).
+_sweep_health_read: tuple[float, dict | None] = (0.0, None)
+
+
+def _sweep_health() -> dict:
+    """``ballots_sweep_health``, read again at most every ``HEALTHZ_SWEEP_READ_SECONDS``: a probe (or
+    bench_load.py's unit of work) stays one ``SELECT 1`` almost every time."""
+    global _sweep_health_read
+    read_at, health = _sweep_health_read
+    now = time.monotonic()
+    if health is None or now - read_at >= settings.HEALTHZ_SWEEP_READ_SECONDS:
+        health = ballots_sweep_health()
+        _sweep_health_read = (now, health)
+    return health
+
+
 def health(request):
-    """Liveness and database readiness, for load balancers and the deployment smoke test."""
+    """Liveness and database readiness, for load balancers and the deployment smoke test.
+
+    With a broker (not eager Celery), ``sweep`` says when the ballots sweep last ran and whether it is
+    late (``collection.lifecycle.ballots_sweep_health``): a late sweep is a warning for the operator, not
+    a reason to take this web process out of service, so the status stays 200.
+    """
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
+        body = {"status": "ok", "database": connection.vendor}
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            body["sweep"] = _sweep_health()
     except Exception as exc:  # the point is to report any database failure, whatever its class
         return JsonResponse({"status": "error", "database": str(exc)}, status=503)
-    return JsonResponse({"status": "ok", "database": connection.vendor})
+    return JsonResponse(body)
 
 
 @require_GET

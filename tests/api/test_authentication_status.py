@@ -45,7 +45,9 @@ def test_an_invalid_token_on_a_model_owners_endpoint_is_401_with_the_scheme_to_u
 def test_an_invalid_token_on_an_annotators_endpoint_is_401_with_the_scheme_to_use():
     study = make_study()
 
-    response = Client().get(f"/api/studies/{study.slug}/next/", headers={"Authorization": "Token not-a-token"})
+    invalid = {"Authorization": "Token not-a-token"}
+
+    response = Client().get(f"/api/studies/{study.slug}/next/", headers=invalid)
 
     assert refusal(response) == (401, 'Token', INVALID)
 

@@ -1,5 +1,5 @@
 """The voting page's form without JavaScript, sent odd but honest values: a 4xx page that says what is
-wrong, never a 500, and nothing written. (The API's answers to the same values: tests/api/test_echoed_text.py.)"""
+wrong, never a 500, and nothing written. (The API's answers: tests/api/test_echoed_text.py.)"""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def test_an_assignment_number_out_of_the_database_range_is_refused_with_400_and_
     study = make_study(votes_per_annotator_per_ballot=3)
     held = join_and_lease(client, study)
 
-    response = client.post(reverse("collection:vote", args=[study.slug]), {"assignment": assignment, "choice": "left"})
+    form = {"assignment": assignment, "choice": "left"}
+
+    response = client.post(reverse("collection:vote", args=[study.slug]), form)
 
     assert response.status_code == 400
     assert vote_error(response) == (

@@ -59,7 +59,11 @@ def test_malformed_vote_bodies_are_400_with_a_detail(body):
 
 @pytest.mark.parametrize(
     "authorization, status",
-    [({"HTTP_AUTHORIZATION": "Token staff-token"}, 413), ({}, 401), ({"HTTP_AUTHORIZATION": "Token nope"}, 401)],
+    [
+        ({"HTTP_AUTHORIZATION": "Token staff-token"}, 413),
+        ({}, 401),
+        ({"HTTP_AUTHORIZATION": "Token nope"}, 401),
+    ],
 )
 def test_a_refused_upload_is_read_to_its_end_so_that_the_connection_can_serve_the_next_request(
     authorization, status, django_user_model
@@ -71,7 +75,9 @@ def test_a_refused_upload_is_read_to_its_end_so_that_the_connection_can_serve_th
     study = make_study(start=False)
     body = b"token,area\n" + b"x" * 2_500_000  # over the 2 MiB of an upload: refused after 2 MiB, or before
 
-    response = Client().post(f"/api/studies/{study.slug}/tokens/", body, content_type="text/csv", **authorization)
+    path = f"/api/studies/{study.slug}/tokens/"
+
+    response = Client().post(path, body, content_type="text/csv", **authorization)
 
     assert response.status_code == status
     # what the server hands the application as the body: nothing left for it to drain or to choke on

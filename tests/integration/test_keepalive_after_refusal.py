@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 START_SECONDS = 60
 ANSWER_SECONDS = 10
+LOCAL = ("127.0.0.1",)
 
 
 @contextmanager
@@ -145,13 +146,14 @@ def test_after_a_413_for_a_tokens_file_over_2_mib_the_connection_answers_the_nex
     too_large = tokens_file(pools.MAX_UPLOAD_BYTES + 400_000)
     upload = {"Authorization": f"Token {staff_token}", "Content-Type": "text/csv"}
 
-    with web_as_deployed(tmp_path, redis_url) as port, socket.create_connection(("127.0.0.1", port)) as connection:
+    with web_as_deployed(tmp_path, redis_url) as port, socket.create_connection(LOCAL + (port,)) as connection:
         connection.settimeout(ANSWER_SECONDS)
         answers = []
         for _ in range(6):
             refused = exchange(connection, "POST", f"/api/studies/{study.slug}/tokens/", upload, too_large)
             health = exchange(connection, "GET", "/healthz/", {})
-            answers.append((refused and refused[0], refused and refused[1]["connection"], health and health[0]))
+            kept = refused and refused[1]["connection"]
+            answers.append((refused and refused[0], kept, health and health[0]))
 
     assert answers == [(413, "keep-alive", 200)] * 6
     assert study.tokens.count() == 6  # nothing imported
@@ -163,7 +165,7 @@ def test_after_a_refusal_that_read_none_of_a_large_body_the_connection_answers_t
     study = make_study(start=False)
     body = tokens_file(1_000_000)
 
-    with web_as_deployed(tmp_path, redis_url) as port, socket.create_connection(("127.0.0.1", port)) as connection:
+    with web_as_deployed(tmp_path, redis_url) as port, socket.create_connection(LOCAL + (port,)) as connection:
         connection.settimeout(ANSWER_SECONDS)
         answers = []
         for token in ("", "Token not-a-token"):  # no credentials, a wrong one
