@@ -27,7 +27,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collection import exclusion, jobs, lifecycle, pools, selectors, studies, voting
+from collection import crowd, exclusion, jobs, lifecycle, pools, selectors, studies, voting
 from collection.identity import (
     ANNOTATOR_COOKIE,
     annotator_of_assignment,
@@ -48,6 +48,7 @@ from collection.serializers import (
     CsvUploadSerializer,
     ExclusionRequestSerializer,
     ExclusionSerializer,
+    FinishResultSerializer,
     ImportReportSerializer,
     ItemSerializer,
     ItemsGenerateSerializer,
@@ -481,6 +482,7 @@ class ComparisonNextView(AnnotatorEndpoint):
                     voting.NextReason.NONE_FOR_YOU,
                     voting.NextReason.ALL_LEASED,
                     voting.NextReason.EXCLUDED,
+                    voting.NextReason.ANNOTATOR_FINISHED,
                 ],
                 description="Why there is no comparison.",
             ),
@@ -510,6 +512,48 @@ class ComparisonNextView(AnnotatorEndpoint):
                 headers["Retry-After"] = str(result.retry_after_seconds)
             return Response(status=status.HTTP_204_NO_CONTENT, headers=headers)
         return Response(next_comparison_body(study, result))
+
+
+class FinishView(AnnotatorEndpoint):
+    """For annotators: Finish, the session ended with the completed code once the study's minimum of
+    judgements is made (``voting.annotator_finish``), as the voting page's Finish does."""
+
+    permission_classes = [AllowAny]  # the annotator is checked per study: consented_annotator()
+    throttle_scope = "next"
+
+    @extend_schema(
+        summary="Finish: end your session and get your completion code",
+        description="Allowed once you have made the study's min_judgements judgements (answers to checks "
+        "are not judgements; 0 allows it at any time). Your running lease is given back, and GET next "
+        "answers 204 with X-Yardstick-Reason annotator_finished from then on. A second Finish answers the same.",
+        operation_id="studies_finish",
+        tags=["annotators"],
+        request=None,
+        responses={
+            200: FinishResultSerializer,
+            403: error_response("Open the study link first and give your consent; or you were excluded."),
+            404: error_response("No such study."),
+            409: error_response(
+                "Fewer judgements than the study asks before Finish: the detail says how many remain."
+            ),
+        },
+    )
+    def post(self, request, slug: str):
+        study = get_or_404(
+            Study.objects, f"there is no study {slug!r}; check the link you were given", slug=slug
+        )
+        annotator = consented_annotator(request, study)
+        votes = voting.annotator_finish(annotator=annotator)
+        leaving = crowd.study_exit(study=study, annotator=annotator, outcome=crowd.Outcome.COMPLETED)
+        return Response(
+            {
+                "outcome": leaving.outcome,
+                "code": leaving.code,
+                "personal_code": leaving.personal_code,
+                "completion_url": crowd.completion_url(study, leaving.code),
+                "votes": votes,
+            }
+        )
 
 
 def utc_text(value: datetime.datetime) -> str:

@@ -20,7 +20,7 @@ import hmac
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import numpy as np
 from django.core.exceptions import ValidationError
@@ -116,6 +116,20 @@ def study_exit(*, study: Study, annotator: Annotator | None, outcome: str) -> Ex
         mturk_action=action,
         mturk_assignment_id=annotator.mturk_assignment_id if action else "",
     )
+
+
+def completion_url(study: Study, code: str | None = None) -> str:
+    """The crowd platform's completion URL, with ``?cc=<code>`` added when it has no query of its own.
+
+    ``code`` is the outcome's code (``outcome_code``), the completion code by default.
+    """
+    url = study.completion_redirect_url
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.query:
+        return url
+    return urlunsplit(parts._replace(query=urlencode({"cc": code or study.completion_code})))
 
 
 # --- waiting for work ----------------------------------------------------------------------------

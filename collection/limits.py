@@ -27,6 +27,8 @@ MAX_SEED = 2**62
 # crowd platforms time a submission out after an hour or so, and a wait under 30 s is no wait.
 MIN_WAIT_SECONDS = 30
 MAX_WAIT_SECONDS = 24 * 60 * 60
+# Judgements before a participant may press Finish: no participant can make more than a plan's comparisons.
+MAX_MIN_JUDGEMENTS = MAX_TOTAL_COMPARISONS
 # The pay rate for the consent page's estimate, a currency amount per hour.
 MAX_PAY_PER_HOUR = 10_000
 
@@ -61,6 +63,10 @@ SEED_MESSAGE = f"seed must be a whole number from 0 to {MAX_SEED:,}."
 WAIT_MESSAGE = (
     f"max_wait_seconds must be from {MIN_WAIT_SECONDS} to {MAX_WAIT_SECONDS} (a day): the longest a participant "
     "waits for work before the page offers the exit with the no-work code."
+)
+MIN_JUDGEMENTS_MESSAGE = (
+    f"min_judgements must be a whole number from 0 (Finish at any time) to {MAX_MIN_JUDGEMENTS:,} (a plan's "
+    "most comparisons): the judgements a participant makes before Finish gives them the completion code."
 )
 PAY_MESSAGE = (
     f"pay_per_hour must be more than 0 and at most {MAX_PAY_PER_HOUR:,} (a currency amount per hour)."

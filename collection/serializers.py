@@ -107,6 +107,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "no_work_code",
             "screened_out_code",
             "max_wait_seconds",
+            "min_judgements",
             "participant_codes",
             "pay_per_hour",
             "pay_currency",
@@ -148,6 +149,10 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             },
             "max_wait_seconds": {
                 "error_messages": {"min_value": limits.WAIT_MESSAGE, "max_value": limits.WAIT_MESSAGE}
+            },
+            "min_judgements": {
+                "max_value": limits.MAX_MIN_JUDGEMENTS,
+                "error_messages": {"max_value": limits.MIN_JUDGEMENTS_MESSAGE},
             },
             "pay_per_hour": {
                 "error_messages": {"min_value": limits.PAY_MESSAGE, "max_value": limits.PAY_MESSAGE}
@@ -439,7 +444,22 @@ NEXT_REASONS = [
     (NextReason.NONE_FOR_YOU, "the comparisons left are pairs you have judged"),
     (NextReason.ALL_LEASED, "the comparisons left are being judged by others; some may come back"),
     (NextReason.EXCLUDED, "you were excluded from the study (screened out)"),
+    (NextReason.ANNOTATOR_FINISHED, "you pressed Finish: your session has ended (completed)"),
 ]
+
+
+class FinishResultSerializer(serializers.Serializer):
+    outcome = serializers.CharField(
+        help_text='"completed": Finish ends the session with the completion code.'
+    )
+    code = serializers.CharField(help_text="The study's completion code, for the crowd platform.")
+    personal_code = serializers.CharField(
+        allow_blank=True, help_text="Your own code for this outcome, when the study gives one; else blank."
+    )
+    completion_url = serializers.CharField(
+        allow_blank=True, help_text="The crowd platform's completion address with the code, or blank."
+    )
+    votes = serializers.IntegerField(help_text="Your judgements in this study (answers to checks are not).")
 
 
 class VoteResultSerializer(serializers.Serializer):

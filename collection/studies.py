@@ -164,6 +164,7 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     "no_work_code": StudySetting("no-work code", _UNTIL_FINISHED, _COLLECTED, private=True),
     "screened_out_code": StudySetting("screened-out code", _UNTIL_FINISHED, _COLLECTED, private=True),
     "max_wait_seconds": StudySetting("longest wait for work (seconds)", _UNTIL_FINISHED, _COLLECTED),
+    "min_judgements": StudySetting("judgements before Finish", _UNTIL_FINISHED, _COLLECTED),
     "participant_codes": StudySetting("a code per participant", _UNTIL_FINISHED, _COLLECTED),
     "pay_per_hour": StudySetting("pay per hour", _UNTIL_FINISHED, _COLLECTED),
     "pay_currency": StudySetting("pay currency", _UNTIL_FINISHED, _COLLECTED),
@@ -226,6 +227,9 @@ def study_setting_problems(*, study: Study, changed) -> list[tuple[str | None, s
         study.clean_fields(exclude=[f.name for f in Study._meta.concrete_fields if f.name not in changed])
     except DjangoValidationError as exc:
         problems += [(name, message) for name, messages in exc.message_dict.items() for message in messages]
+    # Bounded here, not by a validator on the field: the field's migration (0028) is shared.
+    if "min_judgements" in changed and (study.min_judgements or 0) > limits.MAX_MIN_JUDGEMENTS:
+        problems.append(("min_judgements", limits.MIN_JUDGEMENTS_MESSAGE))
     if changed & set(PLAN_SETTINGS):
         if study.appearances is None and study.comparison_budget is None:
             problems.append(

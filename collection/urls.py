@@ -1,4 +1,5 @@
-"""Annotator pages: /s/<slug>/ (instructions and consent) and /s/<slug>/vote/ (the comparisons)."""
+"""Annotator pages: /s/<slug>/ (instructions and consent), /s/<slug>/vote/ (the comparisons), and the
+forms that leave them: /s/<slug>/finish/ (Finish) and /s/<slug>/release/ (the lease given back)."""
 
 from django.urls import path
 
@@ -8,4 +9,6 @@ app_name = "collection"
 urlpatterns = [
     path("<slug:slug>/", views.entry, name="entry"),
     path("<slug:slug>/vote/", views.vote, name="vote"),
+    path("<slug:slug>/finish/", views.finish, name="finish"),
+    path("<slug:slug>/release/", views.release, name="release"),
 ]

@@ -7,19 +7,20 @@ page (keys, no reload between comparisons) through the REST API. Every write goe
 from __future__ import annotations
 
 import math
-from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import get_script_prefix, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from collection.crowd import (
     Outcome,
     annotator_platform_record,
     annotator_waited_seconds,
+    completion_url,
     platform_parameters,
     study_exit,
     study_expectations,
@@ -32,7 +33,10 @@ from collection.signing import SIGNATURE_PARAMETER, signature_valid
 from collection.voting import (
     NextReason,
     annotator_consent,
+    annotator_finish,
+    assignment_release,
     comparison_next_for,
+    finish_remaining,
     vote_record_and_next,
 )
 from common.errors import ServiceError
@@ -55,6 +59,7 @@ NOTHING_TEMPLATES = {
     NextReason.FINISHED: "collection/next/finished.html",
     NextReason.NOT_STARTED: "collection/next/not_started.html",
     NextReason.EXCLUDED: "collection/next/excluded.html",
+    NextReason.ANNOTATOR_FINISHED: "collection/next/annotator_finished.html",
 }
 
 
@@ -86,20 +91,6 @@ def _client_response_ms(value: str | None) -> int | None:
     except ValueError:
         return None
     return milliseconds if 0 < milliseconds <= MAX_CLIENT_RESPONSE_MS else None
-
-
-def completion_url(study: Study, code: str | None = None) -> str:
-    """The crowd platform's completion URL, with ``?cc=<code>`` added when it has no query of its own.
-
-    ``code`` is the outcome's code (``collection.crowd.outcome_code``), the completion code by default.
-    """
-    url = study.completion_redirect_url
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    if parts.query:
-        return url
-    return urlunsplit(parts._replace(query=urlencode({"cc": code or study.completion_code})))
 
 
 def _exit_context(study, annotator, outcome: str) -> dict:
@@ -134,6 +125,9 @@ def _entry_page(
     if not link_error and annotator is not None and annotator.excluded_at is not None:
         # An excluded annotator leaves with the screened-out code, whatever the study's state.
         context |= _exit_context(study, annotator, Outcome.SCREENED_OUT) | {"excluded": True}
+    elif not link_error and annotator is not None and annotator.finished_at is not None:
+        # One who pressed Finish comes back to their completed exit.
+        context |= _exit_context(study, annotator, Outcome.COMPLETED) | {"finished_early": True}
     elif not link_error and study.status == Study.Status.FINISHED and annotator is not None:
         # A participant who arrives when nothing is left leaves with the no-work code.
         context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
@@ -236,9 +230,54 @@ def vote(request, slug):
     wait = page_wait_seconds(request, "vote" if request.method == "POST" else "next")
     if wait is not None:
         return _too_fast_page(request, study, wait, next_url=reverse("collection:vote", args=[study.slug]))
-    if request.method == "POST" and annotator.excluded_at is None:
+    if request.method == "POST" and annotator.excluded_at is None and annotator.finished_at is None:
         return _vote_post(request, study, annotator)
     return _next_page(request, study, annotator, comparison_next_for(annotator=annotator))
+
+
+def _leaving_annotator(request, study):
+    """The consented annotator of a Finish or a release, or None."""
+    annotator = annotator_from_request(request, study)
+    return annotator if annotator is not None and annotator.consented_at is not None else None
+
+
+@never_cache
+@require_POST
+def finish(request, slug):
+    """Finish: the annotator ends their session with the completed code, once they have made the study's
+    minimum of judgements (before it, 409 with how many remain), and sees their exit."""
+    study = get_object_or_404(Study, slug=slug)
+    annotator = _leaving_annotator(request, study)
+    if annotator is None:
+        return redirect(study)
+    wait = page_wait_seconds(request, "next")
+    if wait is not None:
+        return _too_fast_page(request, study, wait, next_url=reverse("collection:vote", args=[study.slug]))
+    try:
+        annotator_finish(annotator=annotator)
+    except ServiceError as error:
+        return _vote_error_page(request, study, error, heading="You cannot finish yet")
+    return redirect("collection:vote", slug=study.slug)
+
+
+@never_cache
+@require_POST
+def release(request, slug):
+    """The voting page was left (vote.js sends this on ``pagehide``): give back the annotator's running
+    lease on the posted assignment at once. 204 whether it was running or not (voted, lapsed, released
+    before), 404 when it is not theirs, 400 for a malformed id, 403 without consent."""
+    study = get_object_or_404(Study, slug=slug)
+    annotator = _leaving_annotator(request, study)
+    if annotator is None:
+        return HttpResponse(status=403)
+    form = VoteForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(form.problem(), status=400, content_type="text/plain; charset=utf-8")
+    try:
+        assignment_release(annotator=annotator, assignment_id=form.cleaned_data["assignment"])
+    except ServiceError as error:
+        return HttpResponse(error.message, status=error.status, content_type="text/plain; charset=utf-8")
+    return HttpResponse(status=204)
 
 
 def _next_page(request, study, annotator, result):
@@ -255,6 +294,7 @@ def _next_page(request, study, annotator, result):
         "participant_id": annotator.participant_id,  # the consent text that the instructions repeat
         "api_vote_url": f"{get_script_prefix()}api/votes/",
         "api_next_url": f"{get_script_prefix()}api/studies/{study.slug}/next/",
+        "finish_remaining": finish_remaining(study=study, votes=result.progress.votes_total),
     }
     return render(request, "collection/vote.html", context)
 
@@ -291,8 +331,8 @@ def _too_fast_page(request, study, wait: int, *, next_url: str):
     return response
 
 
-def _vote_error_page(request, study, error: ServiceError):
-    context = {"study": study, "message": error.message}
+def _vote_error_page(request, study, error: ServiceError, heading: str = "That vote was not recorded"):
+    context = {"study": study, "message": error.message, "heading": heading}
     return render(request, "collection/vote_error.html", context, status=error.status)
 
 
@@ -307,24 +347,33 @@ def _nothing_page(request, study, annotator, result, progress):
     never voted). Waiting for work (a ballot closing, every comparison taken): the page checks again by
     itself, at the latest when the wait reaches ``max_wait_seconds``; from then on it offers the exit
     with the no-work code and stops reloading, so that the code does not vanish while being copied.
+    A participant who voted and made the study's minimum is offered Finish (the completed code) instead.
+    Pressed Finish: the completed exit, worded as such.
     """
     voted = progress.votes_total > 0
     retry = result.retry_after_seconds
     context = {"study": study, "progress": progress, "reason": result.reason, "voted": voted}
     if result.reason in WAITING_REASONS:
         waited = annotator_waited_seconds(annotator=annotator)
-        if waited >= study.max_wait_seconds:
+        remaining = context["finish_remaining"] = finish_remaining(study=study, votes=progress.votes_total)
+        may_finish = voted and not remaining  # Finish gives the completed code: no no-work exit beside it
+        if waited >= study.max_wait_seconds and not may_finish:
             context |= _exit_context(study, annotator, Outcome.NO_WORK)
             retry = None
-        elif retry:
+        elif retry and waited < study.max_wait_seconds:
             retry = min(retry, max(1, math.ceil(study.max_wait_seconds - waited)))
     elif result.reason == NextReason.EXCLUDED:
         context |= _exit_context(study, annotator, Outcome.SCREENED_OUT)
+    elif result.reason == NextReason.ANNOTATOR_FINISHED:
+        context |= _exit_context(study, annotator, Outcome.COMPLETED) | {"finished_early": True}
     elif result.reason != NextReason.NOT_STARTED:
         context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
     context["retry_after_seconds"] = retry
-    # A vote sent after the exclusion is refused (403) with the same page; asking for work is not an error.
-    status = 403 if result.reason == NextReason.EXCLUDED and request.method == "POST" else 200
+    # A vote sent after the exclusion (403) or after Finish (409) is refused with the same page; asking
+    # for work is not an error.
+    status = 200
+    if request.method == "POST":
+        status = {NextReason.EXCLUDED: 403, NextReason.ANNOTATOR_FINISHED: 409}.get(result.reason, 200)
     response = render(request, NOTHING_TEMPLATES[result.reason], context, status=status)
     if retry:
         response["Retry-After"] = str(retry)

@@ -139,6 +139,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                         "no_work_code",
                         "screened_out_code",
                         "max_wait_seconds",
+                        "min_judgements",
                         "participant_codes",
                         "pay_per_hour",
                         "pay_currency",

@@ -13,6 +13,13 @@
  * No side may look chosen when a pair appears, which would bias the annotator towards it: after a vote
  * the focus moves from the button used to the question, and hover highlights wait until the pointer
  * moves (site.css: "pointer-resting"). When the next pair belongs to a new ballot, the page says so.
+ *
+ * Finish (a plain form) appears once the study's minimum of judgements is made; until then the page
+ * counts down the comparisons that remain. Leaving the page (closing it, going elsewhere, reloading)
+ * gives the comparison held back at once, with a beacon on pagehide (POST /s/<slug>/release/), rather
+ * than when its lease lapses. A reload asks for its page before that beacon is sent, so the new page may
+ * show the very comparison just given back: it then gives it back itself (the same request, which
+ * changes nothing twice) and asks for the next one.
  */
 (function () {
   "use strict";
@@ -38,6 +45,9 @@
   var ballotNotice = document.getElementById("ballot-notice");
   var ballot = ballotNotice.getAttribute("data-ballot");
   var instructions = document.getElementById("instructions");
+  var releaseUrl = form.getAttribute("data-release");
+  var finish = document.getElementById("finish");
+  var RELEASED_KEY = "yardstick-released-assignment";
   var shownAt = now();
   var busy = false;
 
@@ -200,15 +210,29 @@
     ballotNotice.appendChild(notice);
   }
 
-  function show(next) {
+  // Finish once the study's minimum of judgements is made; before it, how many remain.
+  function showFinish(progress) {
+    if (!finish) {
+      return;
+    }
+    var minimum = parseInt(finish.getAttribute("data-min-judgements"), 10) || 0;
+    var remaining = Math.max(0, minimum - progress.votes_total);
+    finish.querySelector("[data-finish-remaining]").textContent = String(remaining);
+    finish.querySelector("[data-finish-plural]").textContent = remaining === 1 ? "" : "s";
+    document.getElementById("finish-remaining").hidden = remaining === 0;
+    document.getElementById("finish-ready").hidden = remaining !== 0;
+  }
+
+  function show(next, said) {
     showTokens("left", next.left.tokens);
     showTokens("right", next.right.tokens);
     question.textContent = next.question;
     showProgress(next.progress);
     showBallot(next.progress);
+    showFinish(next.progress);
     form.classList.add("pointer-resting");
     status.textContent =
-      "Vote recorded. Next: " + next.left.tokens.join(" – ") + " or " + next.right.tokens.join(" – ") + ".";
+      said + " Next: " + next.left.tokens.join(" – ") + " or " + next.right.tokens.join(" – ") + ".";
     assignmentInput.value = String(next.assignment); // last: a failure before it re-sends the old vote
   }
 
@@ -257,7 +281,7 @@
           window.location.reload(); // nothing to vote on now: the page says why, and when to come back
           return;
         }
-        show(next);
+        show(next, "Vote recorded.");
         shownAt = now();
         setBusy(false);
         if (buttons.indexOf(focused) !== -1) {
@@ -317,6 +341,65 @@
       window.location.reload();
     }
   });
+
+  // sessionStorage may be off (a privacy setting): then a reload may show a comparison given back, and
+  // its vote is refused as a lapsed lease's would be.
+  function remembered() {
+    try {
+      return window.sessionStorage.getItem(RELEASED_KEY);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function remember(assignment) {
+    try {
+      window.sessionStorage.setItem(RELEASED_KEY, assignment);
+    } catch (error) {
+      // nothing to remember it in
+    }
+  }
+
+  function releaseBody(assignment) {
+    var body = new FormData();
+    body.append("csrfmiddlewaretoken", csrfToken());
+    body.append("assignment", assignment);
+    return body;
+  }
+
+  // Leaving: the comparison goes back to the pool now. Not while a vote is on its way: its answer ends
+  // the lease, and a release first would refuse the vote.
+  window.addEventListener("pagehide", function () {
+    var assignment = assignmentInput.value;
+    if (busy || !releaseUrl || !navigator.sendBeacon) {
+      return;
+    }
+    if (navigator.sendBeacon(releaseUrl, releaseBody(assignment))) {
+      remember(assignment);
+    }
+  });
+
+  // This page shows the comparison its predecessor in this tab gave back (a reload): give it back here
+  // too, in case the beacon has not arrived yet, then show the next one.
+  if (releaseUrl && remembered() === assignmentInput.value) {
+    setBusy(true, null);
+    remember(""); // once: a failure below reloads, and the reloaded page must not come back here
+    var released = assignmentInput.value;
+    fetch(releaseUrl, { method: "POST", credentials: "same-origin", body: releaseBody(released) })
+      .then(nextComparison)
+      .then(function (next) {
+        if (next === null) {
+          window.location.reload();
+          return;
+        }
+        show(next, "Comparison refreshed.");
+        shownAt = now();
+        setBusy(false);
+      })
+      .catch(function () {
+        window.location.reload();
+      });
+  }
 
   document.getElementById("vote-keys").hidden = false;
 })();

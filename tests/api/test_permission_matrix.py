@@ -631,6 +631,22 @@ MATRIX = {
             "staff": studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/"),
         },
     },
+    # Finish before the study's minimum of judgements (the annotator has none): 409 with how many remain.
+    "s/<slug:slug>/finish/": {
+        "GET": everyone(405),
+        "POST": {
+            **everyone(studies("→ /s/finished/", "→ /s/running/", "→ /s/draft/")),
+            "annotator": studies("→ /s/finished/", 409, "→ /s/draft/"),
+        },
+    },
+    # The lease given back: only a consented annotator's own (no assignment posted here: 400).
+    "s/<slug:slug>/release/": {
+        "GET": everyone(405),
+        "POST": {**everyone(403), "annotator": studies(403, 400, 403)},
+    },
+    "api/studies/<slug:slug>/finish/": {
+        "POST": {**everyone(403), "annotator": studies(403, 409, 403)},
+    },
     "api/auth/token/": {"POST": everyone(400)},
     "api/studies/<slug:slug>/next/": {
         "GET": {

@@ -145,6 +145,52 @@ def test_a_participant_whose_quota_is_done_gets_the_completion_code_and_their_ow
     assert shown.text["personal-code"] == expected
 
 
+MEANINGS = {
+    Outcome.COMPLETED: "This code confirms that you completed your part of the study.",
+    Outcome.NO_WORK: "This code tells the platform that sent you here that no work was available for you.",
+    Outcome.SCREENED_OUT: (
+        "This code tells the platform that sent you here that the researchers ended your participation "
+        "(screened out)."
+    ),
+}
+
+
+def test_each_exit_says_what_its_code_means_and_none_claims_more(client):
+    done = make_study(votes_per_annotator_per_ballot=1)
+    join(client, done, participant="quick")
+    client.post(vote_url(done), {"assignment": _assignment(client, done), "choice": "left"})
+    finished = make_study()
+    vote_until(finished, voters=annotators(finished, 5))
+    screened = make_study()
+    annotator_exclude(annotator=join(client, screened, participant="bot"), reason="pasted the same answer")
+    waiting = make_study(max_wait_seconds=60)
+    waited(join(client, waiting, participant="late"), 61)
+    Comparison.objects.filter(ballot__study=waiting).update(
+        status=Comparison.Status.LEASED, lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+
+    exits = {
+        "quota": client.get(vote_url(done)),
+        "arrived after the end": client.get(entry_url(finished), {"participant": "newcomer"}),
+        "screened out (voting page)": client.get(vote_url(screened)),
+        "screened out (study link)": client.get(entry_url(screened)),
+        "waited past the longest wait": client.get(vote_url(waiting)),
+    }
+
+    shown = {case: page(response) for case, response in exits.items()}
+    assert {case: page.attributes["completion"]["data-outcome"] for case, page in shown.items()} == {
+        "quota": Outcome.COMPLETED,
+        "arrived after the end": Outcome.NO_WORK,
+        "screened out (voting page)": Outcome.SCREENED_OUT,
+        "screened out (study link)": Outcome.SCREENED_OUT,
+        "waited past the longest wait": Outcome.NO_WORK,
+    }
+    for case, page_shown in shown.items():
+        outcome = page_shown.attributes["completion"]["data-outcome"]
+        assert page_shown.text["completion-meaning"] == MEANINGS[outcome], case
+        assert "took part" not in page_shown.text["completion"], case
+
+
 def _assignment(client, study) -> str:
     html = client.get(vote_url(study)).content.decode()
     return re.search(r'name="assignment" value="(\d+)"', html).group(1)

@@ -8,7 +8,11 @@ from django.core.management import call_command
 from django.test import Client
 from drf_spectacular.drainage import GENERATOR_STATS
 
-ANNOTATOR_OPERATIONS = {("/api/studies/{slug}/next/", "get"), ("/api/votes/", "post")}
+ANNOTATOR_OPERATIONS = {
+    ("/api/studies/{slug}/next/", "get"),
+    ("/api/studies/{slug}/finish/", "post"),
+    ("/api/votes/", "post"),
+}
 STAFF_OPERATIONS = {
     ("/api/studies/", "get"),
     ("/api/studies/", "post"),
