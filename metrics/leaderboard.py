@@ -26,6 +26,7 @@ from metrics.figures import (
 )
 from metrics.models import Part, Standing, Submission
 from metrics.selectors import model_scores, study_votes
+from scoring.selectors import study_crowd
 
 # The weight offsets the public leaderboard offers: each model has a standing stored at each of them,
 # so the leaderboard reads, and an anonymous request cannot make the server compute at any float.
@@ -142,6 +143,8 @@ def leaderboard_for(
         "areas_part": str(owner_part(study)),
         "replicates": replicate_count(item_count),
         "rows": rows,
+        # The votes behind the human ranking: people's and simulated annotators' apart.
+        "crowd": study_crowd(study=study).as_dict(),
         "submissions": [
             {
                 "model_name": submission.model_name,

@@ -15,7 +15,7 @@ from collection.serializers import CsvFileField
 from common.schema import BoundedFloatField
 from common.serializers import StrictJSONTypes
 from metrics.correlation import MIN_WEIGHT_OFFSET, MIN_WEIGHT_OFFSET_MESSAGE
-from metrics.evaluation import COEFFICIENTS
+from metrics.evaluation import COEFFICIENTS, chance_verdict
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
 from metrics.models import Submission
 from metrics.services import MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
@@ -152,11 +152,24 @@ class CoefficientSerializer(serializers.Serializer):
         required=False,
         help_text="One-sided Monte Carlo p-value against chance: (1 + #{random ≥ value}) / (1 + 1000).",
     )
+    chance = serializers.SerializerMethodField(
+        help_text="above, at or below chance: above when p ≤ 0.05, below when p ≥ 0.95 (at least 95% of the "
+        "random rankings score as high), at chance in between; null when the value is undefined."
+    )
+
+    @extend_schema_field(serializers.ChoiceField(choices=["above", "at", "below"], allow_null=True))
+    def get_chance(self, instance) -> str | None:
+        return chance_verdict(instance)
 
     def to_representation(self, instance):
         # Only what was computed: an evaluation stored before ρ and τ had a chance level (it is
         # recomputed when read through the services) and one without intervals lack those keys.
-        return {key: value for key, value in super().to_representation(instance).items() if key in instance}
+        represented = super().to_representation(instance).items()
+        return {
+            key: value
+            for key, value in represented
+            if key in instance or key == "chance" and "p_value" in instance
+        }
 
 
 class GradeCountsSerializer(serializers.Serializer):
@@ -380,6 +393,16 @@ class LeaderboardSubmissionSerializer(serializers.Serializer):
     submitted_at = serializers.DateTimeField()
 
 
+class CrowdPartSerializer(serializers.Serializer):
+    annotators = serializers.IntegerField(help_text="Annotators with at least one vote.")
+    votes = serializers.IntegerField()
+
+
+class CrowdSerializer(serializers.Serializer):
+    people = CrowdPartSerializer()
+    simulated = CrowdPartSerializer(help_text="Simulated annotators: no person's judgement.")
+
+
 class LeaderboardSerializer(serializers.Serializer):
     study = serializers.CharField()
     metric = serializers.ChoiceField(choices=METRIC_CHOICES)
@@ -397,6 +420,9 @@ class LeaderboardSerializer(serializers.Serializer):
         source="replicates", help_text="Bootstrap replicates of the human ranking."
     )
     rows = LeaderboardRowSerializer(many=True)
+    crowd = CrowdSerializer(
+        help_text="The votes behind the human ranking, people's and simulated annotators' (simulate_voters) apart."
+    )
     submissions = LeaderboardSubmissionSerializer(
         many=True, help_text="Every submission for the study, oldest first, whatever became of it."
     )

@@ -19,13 +19,21 @@ from collection.models import Study
 from common.csvexport import csv_download
 from common.errors import ServiceError
 from metrics import services
-from metrics.evaluation import COEFFICIENTS, indistinguishable_groups, undefined_summary
+from metrics.evaluation import (
+    COEFFICIENTS,
+    chance_sentence,
+    chance_summary,
+    chance_verdict,
+    indistinguishable_groups,
+    undefined_summary,
+)
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, owner_part, part_top_k
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
 from metrics.selectors import items_for_model_owners, submissions_of
 from scoring.plots import PALETTE, Interval, Series, intervals_svg, scatter_svg
+from scoring.selectors import crowd_by_study, study_crowd
 
 LOGIN_URL = "metrics:login"
 
@@ -61,6 +69,10 @@ def index(request):
     submissions = (
         submissions_of(owner=request.user) if request.user.is_authenticated else Submission.objects.none()
     )
+    studies = list(studies)
+    crowds = crowd_by_study(study_ids=[study.pk for study in studies])
+    for study in studies:
+        study.crowd = crowds[study.pk]
     return render(request, "metrics/index.html", {"studies": studies, "submissions": submissions})
 
 
@@ -80,13 +92,26 @@ def leaderboard(request, slug: str):
     board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
     groups = indistinguishable_groups(board["rows"])
     rows = [
-        {**row, "chosen": row["metrics"][metric], "group": group}
+        {
+            **row,
+            "chosen": row["metrics"][metric],
+            "group": group,
+            "chance_verdict": chance_verdict(row["metrics"][metric]),
+        }
         for row, group in zip(board["rows"], groups, strict=True)
     ]
     agreement = annotator_view(study=study)
     context = {
         "study": study,
         "board": board,
+        "crowd": study_crowd(study=study),
+        # Said in words: each model whose figure is at or below chance, and whether any is above it.
+        "chance_sentences": [
+            f"{row['name']}: {chance_sentence(metric, row['chosen'])}"
+            for row in rows
+            if row["chance_verdict"] in ("at", "below")
+        ],
+        "none_above_chance": bool(rows) and all(row["chance_verdict"] in ("at", "below") for row in rows),
         "replicate_count": board["replicates"],
         "rows": rows,
         "metric": metric,
@@ -222,6 +247,7 @@ def submission(request, submission_id: int):
         test_part_items=test_part["items"] if test_part else None,
         test_part_undefined=undefined_summary(test_part) if test_part else [],
         undefined=undefined_summary(result),
+        chance_sentences=chance_summary(result),
         coefficients=[
             {
                 "name": name,

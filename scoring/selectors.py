@@ -85,21 +85,29 @@ class CrowdVotes:
 def study_crowd(*, study: Study, closed_only: bool = False) -> CrowdVotes:
     """The study's votes (of its closed ballots only, with ``closed_only``) and their annotators,
     people and simulated annotators apart: one query."""
-    votes = Vote.objects.filter(ballot__study=study)
+    return crowd_by_study(study_ids=[study.pk], closed_only=closed_only)[study.pk]
+
+
+def crowd_by_study(*, study_ids, closed_only: bool = False) -> dict[int, CrowdVotes]:
+    """``study_crowd`` of each of the studies ``study_ids``, by id (one query for them all)."""
+    votes = Vote.objects.filter(ballot__study_id__in=study_ids)
     if closed_only:
         votes = votes.filter(ballot__status=Ballot.Status.CLOSED)
-    counts = {
-        simulated: (annotators, count)
-        for simulated, annotators, count in votes.order_by()
-        .values("annotator__simulated")
+    counts: dict[tuple[int, bool], tuple[int, int]] = {
+        (study_id, simulated): (annotators, count)
+        for study_id, simulated, annotators, count in votes.order_by()
+        .values("ballot__study_id", "annotator__simulated")
         .annotate(annotators=Count("annotator", distinct=True), count=Count("pk"))
-        .values_list("annotator__simulated", "annotators", "count")
+        .values_list("ballot__study_id", "annotator__simulated", "annotators", "count")
     }
-    people, people_votes = counts.get(False, (0, 0))
-    simulated, simulated_votes = counts.get(True, (0, 0))
-    return CrowdVotes(
-        people=people, people_votes=people_votes, simulated=simulated, simulated_votes=simulated_votes
-    )
+    crowds = {}
+    for study_id in study_ids:
+        people, people_votes = counts.get((study_id, False), (0, 0))
+        simulated, simulated_votes = counts.get((study_id, True), (0, 0))
+        crowds[study_id] = CrowdVotes(
+            people=people, people_votes=people_votes, simulated=simulated, simulated_votes=simulated_votes
+        )
+    return crowds
 
 
 def study_check_tally(*, study: Study) -> dict:

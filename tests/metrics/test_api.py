@@ -29,7 +29,7 @@ LOGIN_HINT = (
     "log in first: send the header 'Authorization: Token <key>' (POST your username and password to "
     "/api/auth/token/ to get the key), or log in at /models/login/"
 )
-COEFFICIENT_KEYS = {"value", "standard_error", "interval", "chance_mean", "chance_sd", "p_value"}
+COEFFICIENT_KEYS = {"value", "standard_error", "interval", "chance_mean", "chance_sd", "p_value", "chance"}
 
 
 def owner_client(django_user_model, username: str = "owner") -> Client:
@@ -555,7 +555,10 @@ def test_a_submission_shows_its_status_coverage_and_evaluation_at_the_defaults(s
     evaluation = Evaluation.objects.get(submission=submission, weight_offset=2.0, top_k=2)
     assert response.status_code == 200
     assert (body["status"], body["progress"], body["covered"], body["coverage"]) == ("done", 100, 28, 1.0)
-    assert body["evaluation"] == json.loads(json.dumps(services.public_result(evaluation.result)))
+    expected = json.loads(json.dumps(services.public_result(evaluation.result)))
+    for name in ("rho_w", "tau_w", "rho", "tau"):  # each figure's verdict against chance: the truth is above
+        expected[name]["chance"] = "above"
+    assert body["evaluation"] == expected
     assert body["test_part"] is None  # no hidden test part in this study
     assert set(body["evaluation"]) == {
         "part",

@@ -18,6 +18,7 @@ from django.test import Client
 
 from collection.models import Study
 from metrics import services
+from metrics.evaluation import chance_verdict
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Submission
 from tests.factories import make_study
@@ -169,6 +170,7 @@ def test_the_models_page_lists_finished_studies_with_their_links_and_no_running_
         [
             study.name,
             "28",
+            "168 votes by 6 annotators",
             "0",
             study.finished_at.strftime("%Y-%m-%d"),
             "Leaderboard Instrument card Submit a model",
@@ -579,7 +581,13 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
             [
                 str(row["rank"]),
                 f"{row['rank_range'][0]}–{row['rank_range'][1]}",
-                row["model_name"] + (f" cannot be told apart from: {', '.join(ties)}" if ties else ""),
+                row["model_name"]
+                + (f" cannot be told apart from: {', '.join(ties)}" if ties else "")
+                + (
+                    f" {chance_verdict(rho_w)} chance (p = {number(rho_w['p_value'])})"
+                    if chance_verdict(rho_w) in ("at", "below")
+                    else ""
+                ),
                 row["owner"],
                 number(row["value"]),
                 f"[{number(row['interval'][0])}, {number(row['interval'][1])}]",
@@ -594,7 +602,7 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
     assert [row[2] for row in expected] == [
         "truth cannot be told apart from: twin (alice)",
         "twin cannot be told apart from: truth (alice)",
-        "random",
+        f"random at chance (p = {number(board['rows'][2]['metrics']['rho_w']['p_value'])})",
     ]
     assert found.attributes["csv-link"]["href"] == (
         f"/api/studies/{study.slug}/leaderboard/?metric=rho_w&n0=2&format=csv"
