@@ -359,3 +359,25 @@ EXCLUSION_CELLS = (
     "code_completed",
     "code_screened_out",
 )
+
+
+def test_checks_csv_marks_the_answers_of_simulated_annotators(staff_client):
+    from collection.checks import check_create
+    from collection.models import Annotator
+    from collection.voting import comparison_next_for, vote_record
+
+    study = make_study(check_rate=0.2)
+    items = list(study.items.order_by("index"))
+    check_create(study=study, kind="gold", left_item=items[0], right_item=items[14], expected="left")
+    (person,) = annotators(study, 1, prefix="prolific-")
+    machine = Annotator.objects.create(
+        study=study, participant_id="sim-0", simulated=True, consented_at=study.started_at
+    )
+    for annotator, choice in ((person, "left"), (machine, "right")):
+        served = comparison_next_for(annotator=annotator, check_due=True).assignment
+        vote_record(annotator=annotator, assignment_id=served.pk, choice=choice)
+    rows = read_csv(staff_client, "scoring:export-checks-csv", study)
+    assert [(row["annotator"], row["simulated"], row["correct"]) for row in rows] == [
+        ("participant prolific-0", "0", "True"),
+        ("participant sim-0", "1", "False"),
+    ]
