@@ -248,6 +248,7 @@ def submission(request, submission_id: int):
         test_part_undefined=undefined_summary(test_part) if test_part else [],
         undefined=undefined_summary(result),
         chance_sentences=chance_summary(result),
+        test_part_chance=chance_summary(test_part) if test_part else [],
         coefficients=[
             {
                 "name": name,

@@ -129,3 +129,22 @@ def test_a_board_of_peoples_votes_counts_them_without_a_notice(study):
         board.text["crowd"]
         == "The people's ranking that the models are measured against comes from 168 votes by 6 annotators."
     )
+
+
+def test_the_evaluation_page_says_it_of_the_hidden_test_part_too(owner):
+    from metrics import services
+
+    study = make_study(tokens=6, areas=2, ballot_count=2, appearances=6, seed=21, hidden_share=0.4)
+    vote_until(study, voters=annotators(study, 7), choose=disagreeing_crowd(study, seed=8))
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    assert upload(owner, study, "upside-down", reversed_csv(study)).status_code == 302
+    submission = Submission.objects.get()
+    test_part = services.test_part_summary(submission=submission)
+    assert chance_verdict(test_part["rho"]) == "below"
+    found = page(owner.get(f"/models/submissions/{submission.pk}/"))
+    assert found.text["test-part-chance"] == " ".join(
+        f"{chance_sentence(name, test_part[name])}."
+        for name in ("rho_w", "tau_w", "rho", "tau")
+        if chance_verdict(test_part[name]) in ("at", "below")
+    )
