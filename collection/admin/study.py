@@ -276,6 +276,12 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         }
 
     def _plan_context(self, study: Study) -> dict:
+        if study.is_draft and study.items.count() < 2:  # not a fault: the pools come first
+            return {
+                "plan": None,
+                "plan_next_step": self._pools_next_step(study),
+                "plan_scope": f"Ranking scope: {study.get_ranking_scope_display()}.",
+            }
         try:
             plan = study_plan(study=study)
         except ServiceError as exc:
@@ -307,6 +313,17 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 f"{plan.total_comparisons:,} comparisons × {plan.seconds_per_comparison:g} s"
             ),
         }
+
+    @staticmethod
+    def _pools_next_step(study: Study) -> str:
+        """What a draft with fewer than two items needs next, for the place of its plan."""
+        tokens = study.tokens.count()
+        step = (
+            f"generate the items from the study's {counted(tokens, 'token')} (or upload pairs)"
+            if tokens
+            else "upload the tokens, then generate the items (or upload pairs)"
+        )
+        return f"Next: {step}. The plan is shown here once the study has two items or more."
 
     @staticmethod
     def _scope_context(study: Study, plan) -> dict:

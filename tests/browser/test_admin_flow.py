@@ -52,8 +52,9 @@ def test_a_researcher_goes_from_a_tokens_csv_to_a_running_study(page, live_serve
     page.get_by_label("Appearances").fill("4")
     page.get_by_role("button", name="Save and continue editing").first.click()
     expect(page.locator("ul.messagelist")).to_contain_text("was added successfully")
-    expect(page.locator("#plan-error")).to_have_text(
-        "The plan cannot be computed: a study needs at least two items to compare, got 0."
+    expect(page.locator("#plan-next-step")).to_have_text(
+        "Next: upload the tokens, then generate the items (or upload pairs). The plan is shown here once "
+        "the study has two items or more."
     )
 
     page.get_by_role("link", name="Upload tokens").click()

@@ -1,6 +1,7 @@
 """The researchers' admin: plan panel, pool uploads, lifecycle actions, simulations and permissions."""
 
 import re
+from html import unescape
 
 import pytest
 from django.contrib import admin
@@ -12,7 +13,7 @@ from django.urls import reverse
 
 from collection.exclusion import annotator_exclude
 from collection.models import Item, ItemScore, SemanticArea, Study, StudyChange, Token, Vote
-from collection.pools import MAX_UPLOAD_BYTES
+from collection.pools import MAX_UPLOAD_BYTES, tokens_import
 from collection.studies import study_update
 from scoring.models import SimulationRun
 from tests.factories import annotators, committed_callbacks, make_study, vote_until
@@ -120,15 +121,38 @@ def test_a_plan_within_the_recommended_ranges_says_so(admin_client):
     assert element(html, "plan-no-warnings") == "The plan lies within the ranges §2.7 recommends."
 
 
-def test_a_study_without_items_shows_why_there_is_no_plan_instead_of_crashing(admin_client):
+def test_a_new_draft_shows_the_next_step_where_the_plan_will_be_not_an_error(admin_client):
     study = Study.objects.create(name="Empty", slug="empty")
 
-    response = admin_client.get(change_url(study))
+    html = admin_client.get(change_url(study)).content.decode()
 
-    assert response.status_code == 200
-    assert element(response.content.decode(), "plan-error") == (
-        "The plan cannot be computed: a study needs at least two items to compare, got 0."
+    assert element(html, "plan-next-step") == (
+        "Next: upload the tokens, then generate the items (or upload pairs). The plan is shown here once "
+        "the study has two items or more."
     )
+    assert 'id="plan-error"' not in html and "errornote" not in element(html, "plan")
+
+
+def test_a_draft_with_tokens_and_no_items_says_to_make_the_items(admin_client):
+    study = Study.objects.create(name="Tokens only", slug="tokens-only")
+    tokens_import(study=study, data="lion,Animals\nmouse,Animals\nsalt,Food\npepper,Food\n")
+
+    html = admin_client.get(change_url(study)).content.decode()
+
+    assert unescape(element(html, "plan-next-step")) == (
+        "Next: generate the items from the study's 4 tokens (or upload pairs). The plan is shown here once "
+        "the study has two items or more."
+    )
+    assert 'id="plan-error"' not in html
+
+
+def test_a_plan_that_cannot_be_computed_for_the_items_is_still_an_error(admin_client):
+    study = draft(tokens=3, ballot_count=3, keep_fraction=0.5)  # 3 items: 3, 2, then a ballot of 1
+
+    html = admin_client.get(change_url(study)).content.decode()
+
+    assert element(html, "plan-error").startswith("The plan cannot be computed: ")
+    assert 'id="plan-next-step"' not in html
 
 
 def test_the_pools_panel_counts_tokens_and_items_per_area_and_links_the_annotators_page(admin_client):
