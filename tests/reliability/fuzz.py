@@ -14,6 +14,12 @@
    once with the staff token and once with model owner A's, each against a fresh gunicorn. Path
    parameters name the world's studies and submissions half of the time (the ``map_case`` hook below),
    so that operations reach their real branches, and are schemathesis's own otherwise.
+   Then a second pass per token with odd values in every case (``use_odd_values``): about half of the
+   strings and numbers of a JSON body and of the query replaced by lone surrogates, NUL, numbers beyond
+   64 bits and the float range, the smallest float, and such numbers as text; half of the JSON
+   submissions replaced by one covering the finished study with constant, duplicated, huge, tiny or NaN
+   scores. The checks that judge a request by its schema are left out of that pass (its cases are no
+   longer what schemathesis generated), and so is the stateful phase.
 4. The report: per identity, the requests the server received and their statuses (gunicorn's access
    log, so probes and retries count too), the 5xx, and the failures by check; schemathesis's log has a
    reproducing curl command for each, and its JSON report the rest (``--report-dir`` keeps them).
@@ -77,15 +83,113 @@ def use_world_path_parameters(case, *, slugs, submission_ids, rng: random.Random
     return case
 
 
+# --- odd but honest values (issue 34): what a model owner, a researcher or an annotator may send ------
+
+# Text UTF-8 cannot encode (lone surrogates, sent in JSON as "\ud800"), a surrogate pair written as two
+# escapes (JSON decoders join them), NUL, and text that looks like a number.
+ODD_TEXTS = ("left\ud800", "\udfff", "\ud800\udc00", "a\x00b", "\x00", "0.5")
+# Beyond 64 bits, beyond the float range (1 followed by 400 zeros), the largest and the smallest floats.
+ODD_NUMBERS = (
+    10**400,
+    -(10**400),
+    2**63,
+    2**64,
+    -(2**63) - 1,
+    2**53 + 1,
+    1.7976931348623157e308,
+    5e-324,
+    -0.0,
+)
+# The same as text, where a query or a field holds numbers as strings; a query cannot carry a surrogate.
+ODD_NUMBER_TEXTS = (
+    "1" + "0" * 400,
+    "1e400",
+    "1e-400",
+    "5e-324",
+    "-0.9999999999999999",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "9223372036854775808",
+)
+ODD_QUERY_TEXTS = (*ODD_NUMBER_TEXTS, "a\x00b")
+SUBMISSIONS_PATH = "/api/studies/{slug}/submissions/"
+
+
+def _odd(value, rng: random.Random):
+    """``value`` (a JSON body) with about half of its strings and numbers replaced by odd ones."""
+    if isinstance(value, dict):
+        return {key: _odd(item, rng) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_odd(item, rng) for item in value]
+    if isinstance(value, str) and rng.random() < 0.5:
+        return rng.choice(ODD_TEXTS + ODD_NUMBER_TEXTS)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and rng.random() < 0.5:
+        return rng.choice(ODD_NUMBERS)
+    return value
+
+
+def odd_scores(items: list[int], rng: random.Random) -> dict:
+    """A submission covering every item of the finished study whose scores are odd: constant (as numbers
+    or as text), duplicated in pairs, two values only, or one score beyond the float range, tiny, NaN."""
+    count = len(items)
+    spread = [rng.random() for _ in items]
+    kinds = {
+        "constant": [0.5] * count,
+        "constant-text": ["0.5"] * count,
+        "duplicated": [float(i // 2) for i in range(count)],
+        "two-values": [1.0 if i < count // 2 else 0.0 for i in range(count)],
+        "huge": [10**400, *spread[1:]],
+        "huge-text": ["1" + "0" * 400, *spread[1:]],
+        "tiny": [5e-324 * (i % 2) for i in range(count)],
+        "nan-text": ["NaN", *spread[1:]],
+    }
+    kind = rng.choice(sorted(kinds))
+    rows = [{"item": item, "score": score} for item, score in zip(items, kinds[kind], strict=True)]
+    return {"model_name": f"odd-{kind}-{rng.randrange(10**9)}", "scores": rows}
+
+
+def _plain(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def use_odd_values(case, *, items: list[int], finished_slug: str, rng: random.Random):
+    """Odd values in the case's JSON body and query (``ODD_*``); a JSON submission is, half of the time,
+    one of ``odd_scores`` for the finished study. Shared with tests/api/test_schemathesis.py."""
+    is_json = (case.media_type or "").startswith("application/json")
+    # As JSON text, written as a client's encoder writes it (a lone surrogate as "\ud800"): schemathesis
+    # sends bytes as they are and does not match them against the schema's patterns, whose engine
+    # cannot read a lone surrogate.
+    if case.method == "POST" and case.path == SUBMISSIONS_PATH and is_json and rng.random() < 0.5:
+        case.path_parameters = {**(case.path_parameters or {}), "slug": finished_slug}
+        case.body = json.dumps(odd_scores(items, rng)).encode()
+    elif is_json and isinstance(case.body, (dict, list)):
+        case.body = json.dumps(_odd(case.body, rng)).encode()
+    if case.query:
+        case.query = {
+            name: rng.choice(ODD_QUERY_TEXTS) if _plain(value) and rng.random() < 0.5 else value
+            for name, value in case.query.items()
+        }
+    return case
+
+
+ODD_VALUES_VARIABLE = "YARDSTICK_FUZZ_ODD_VALUES"  # set: every case gets odd values (the second pass)
+
 if os.environ.get(WORLD_FILE_VARIABLE):
     _WORLD = json.loads(Path(os.environ[WORLD_FILE_VARIABLE]).read_text())
     _random = random.Random(0)
+    _odd_values = bool(os.environ.get(ODD_VALUES_VARIABLE))
 
     @schemathesis.hook
     def map_case(context, case):
-        return use_world_path_parameters(
+        case = use_world_path_parameters(
             case, slugs=_WORLD["slugs"], submission_ids=_WORLD["submission_ids"], rng=_random
         )
+        if _odd_values:
+            case = use_odd_values(
+                case, items=_WORLD["finished_items"], finished_slug=_WORLD["slugs"][0], rng=_random
+            )
+        return case
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -136,9 +240,12 @@ call_command("migrate", interactive=False, verbosity=0)
 if sys.argv[2] == "flush":
     call_command("flush", interactive=False, verbosity=0)
 world = build_world()
+from collection.models import Item
+finished = Item.objects.filter(study__slug=world.slugs[0]).order_by("pk")
+finished_items = list(finished.values_list("pk", flat=True))
 json.dump(
     {"staff": world.staff_token, "owner": world.owner_a_token, "slugs": list(world.slugs),
-     "submission_ids": list(world.submission_ids)},
+     "submission_ids": list(world.submission_ids), "finished_items": finished_items},
     open(sys.argv[1], "w"),
 )
 """
@@ -217,8 +324,23 @@ def statuses(access_log: Path) -> Counter:
     return Counter(line.strip() for line in access_log.read_text().splitlines() if line.strip())
 
 
+# The second pass, odd values in every case: a mutated case is no longer what schemathesis generated, so
+# the checks that judge a request by the schema (accepted when valid, refused when not) are left out;
+# the stateful phase too, whose links follow what the API made of the unmutated requests.
+ODD_VALUES_EXCLUDED_CHECKS = "positive_data_acceptance,negative_data_rejection"
+ODD_VALUES_PHASES = "examples,coverage,fuzzing"
+
+
 def run_schemathesis(
-    *, port: int, token: str, world_file: Path, report: Path, max_examples: int, seed: int, log: Path
+    *,
+    port: int,
+    token: str,
+    world_file: Path,
+    report: Path,
+    max_examples: int,
+    seed: int,
+    log: Path,
+    odd_values: bool = False,
 ) -> None:
     command = [
         str(VENV_BIN / "schemathesis"),
@@ -245,11 +367,15 @@ def run_schemathesis(
         "--generation-with-security-parameters",
         "false",
     ]
+    if odd_values:
+        command += ["--exclude-checks", ODD_VALUES_EXCLUDED_CHECKS, "--phases", ODD_VALUES_PHASES]
     environment = {
         **os.environ,
         "SCHEMATHESIS_HOOKS": "tests.reliability.fuzz",
         WORLD_FILE_VARIABLE: str(world_file),
     }
+    if odd_values:
+        environment[ODD_VALUES_VARIABLE] = "1"
     environment["PYTHONPATH"] = str(REPO_ROOT)
     with log.open("w") as output:
         subprocess.run(command, env=environment, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT)
@@ -307,13 +433,16 @@ def main(argv: list[str] | None = None) -> int:
     world = build_world(environment, world_file, flush=bool(arguments.database_url))
     port = free_port()
     results = []
-    for identity in ("staff", "owner"):
-        access_log = report_dir / f"access-{identity}.log"
+    passes = [(identity, odd) for odd in (False, True) for identity in ("staff", "owner")]
+    for identity, odd_values in passes:
+        name = f"{identity}, odd values" if odd_values else identity
+        stem = f"{identity}-odd" if odd_values else identity
+        access_log = report_dir / f"access-{stem}.log"
         server = start_server(environment, port, arguments.workers, report_dir / "gunicorn.log", access_log)
         try:
-            print(f"schemathesis as {identity} against http://127.0.0.1:{port}/ …", flush=True)
+            print(f"schemathesis as {name} against http://127.0.0.1:{port}/ …", flush=True)
             started = time.monotonic()
-            report_file = report_dir / f"schemathesis-{identity}.json"
+            report_file = report_dir / f"schemathesis-{stem}.json"
             run_schemathesis(
                 port=port,
                 token=world[identity],
@@ -321,12 +450,13 @@ def main(argv: list[str] | None = None) -> int:
                 report=report_file,
                 max_examples=arguments.max_examples,
                 seed=arguments.seed,
-                log=report_dir / f"schemathesis-{identity}.log",
+                log=report_dir / f"schemathesis-{stem}.log",
+                odd_values=odd_values,
             )
             seconds = time.monotonic() - started
         finally:
             stop_server(server)
-        result = summary(identity, json.loads(report_file.read_text()), statuses(access_log), seconds)
+        result = summary(name, json.loads(report_file.read_text()), statuses(access_log), seconds)
         print_summary(result)
         results.append(result)
     (report_dir / "summary.json").write_text(json.dumps(results, indent=2))
