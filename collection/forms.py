@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import re
 from functools import cached_property
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.html import escape
 
@@ -22,6 +24,63 @@ def _sentence(text: str) -> str:
     if "_" not in text.split(" ", 1)[0]:  # a field name (keep_fraction) keeps its case
         text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+# A setting's code (hidden_share) in a service's message, for the admin to say by its label instead.
+_SETTING_CODES = re.compile(
+    r"\b("
+    + "|".join(sorted((name for name in STUDY_SETTINGS if "_" in name), key=len, reverse=True))
+    + r")\b"
+)
+
+
+def in_field_labels(text: str) -> str:
+    """A service's message as the admin says it: each setting named by the label of its field ("hidden
+    share"), not by the code the API uses (``hidden_share``)."""
+    return _SETTING_CODES.sub(lambda match: str(Study._meta.get_field(match[1]).verbose_name), text)
+
+
+# The range of a number whose rule is not all in the model's validators (a check constraint, or the
+# form's own clean_<name>), in the words of the form's messages.
+_RANGES_SAID = {
+    "keep_fraction": "a number strictly between 0 and 1",
+    "seconds_per_comparison": f"a number above 0 and at most {limits.MAX_SECONDS_PER_COMPARISON:,}",
+    "minimum_coverage": "a number from 0 to 1",
+    "quality_position_alpha": "a number strictly between 0 and 1",
+}
+
+
+def _number(value) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def _range_said(name: str, field: forms.Field) -> str:
+    """What a number field of the study form allows, from the model's validators and the form field's
+    bounds: "a whole number from 1 to 1,000"."""
+    if name in _RANGES_SAID:
+        return _RANGES_SAID[name]
+    validators = Study._meta.get_field(name).validators
+    lows = [v.limit_value for v in validators if isinstance(v, MinValueValidator)]
+    highs = [v.limit_value for v in validators if isinstance(v, MaxValueValidator)]
+    lows += [field.min_value] if getattr(field, "min_value", None) is not None else []
+    highs += [field.max_value] if getattr(field, "max_value", None) is not None else []
+    kind = "a number" if isinstance(field, forms.FloatField) else "a whole number"
+    if lows and highs:
+        return f"{kind} from {_number(max(lows))} to {_number(min(highs))}"
+    if lows:
+        return f"{kind}, at least {_number(max(lows))}"
+    return f"{kind}, at most {_number(min(highs))}" if highs else kind
+
+
+def _generic_messages(name: str) -> set[str]:
+    """Django's own words for the bounds of a model field ("Ensure this value is greater than or equal to
+    1."), which the form says as the field's range instead."""
+    return {
+        validator.message % {"limit_value": validator.limit_value}
+        for validator in Study._meta.get_field(name).validators
+        if isinstance(validator, MinValueValidator | MaxValueValidator)
+        and validator.message == type(validator).message
+    }
 
 
 def _https_urls(field, **kwargs):
@@ -62,6 +121,10 @@ class StudyAdminForm(forms.ModelForm):
         if "check_rate" in self.fields:
             self.fields["check_rate"].required = False
             self.fields["check_rate"].help_text += " Blank: 0."
+        for name, field in self.fields.items():
+            if isinstance(field, forms.IntegerField):  # a FloatField too
+                said = f"{field.label} must be {_range_said(name, field)}."
+                field.error_messages.update(invalid=said, min_value=said, max_value=said)
 
     def clean_question(self):
         return self.cleaned_data["question"].replace("\r\n", "\n")
@@ -90,7 +153,7 @@ class StudyAdminForm(forms.ModelForm):
     def clean_quality_position_alpha(self):
         value = self.cleaned_data["quality_position_alpha"]
         if value is not None and not 0 < value < 1:
-            raise forms.ValidationError(limits.QUALITY_ALPHA_MESSAGE)
+            raise forms.ValidationError(_sentence(in_field_labels(limits.QUALITY_ALPHA_MESSAGE)))
         return value
 
     def clean_keep_fraction(self):
@@ -138,7 +201,10 @@ class StudyAdminForm(forms.ModelForm):
             field = name if name in self.fields else None
             if field is not None and self.has_error(field):
                 continue
-            self.add_error(field, _sentence(message if name is None or field else f"{name}: {message}"))
+            if field is not None and message in _generic_messages(field):
+                message = f"{self.fields[field].label} must be {_range_said(field, self.fields[field])}"
+            text = message if name is None or field else f"{name}: {message}"
+            self.add_error(field, _sentence(in_field_labels(text)))
         return cleaned
 
 

@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from collection import limits
 from collection.admin.display import progress_bar, sentence
 from collection.admin.study_pages import StudyPages
-from collection.forms import CheckFormSet, CheckInlineForm, StudyAdminForm
+from collection.forms import CheckFormSet, CheckInlineForm, StudyAdminForm, in_field_labels
 from collection.jobs import study_job_done_count
 from collection.models import Ballot, Check, Study, StudyChange
 from collection.parts import hidden_part_visible_to, split_summary
@@ -204,7 +204,8 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except ServiceError as exc:  # the study changed state between the form's check and the save
-            self.message_user(request, f"Nothing was saved. {sentence(exc.message)}", messages.ERROR)
+            said = sentence(in_field_labels(exc.message))
+            self.message_user(request, f"Nothing was saved. {said}", messages.ERROR)
             return redirect(request.get_full_path())
 
     # --- deletion: drafts only

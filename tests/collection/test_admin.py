@@ -203,6 +203,7 @@ def study_form_data(**overrides) -> dict:
         "no_work_code": "NOWORK42",
         "screened_out_code": "SCREEN42",
         "max_wait_seconds": "300",
+        "min_judgements": "20",
         "pay_per_hour": "",
         "pay_currency": "GBP",
         "seed": "",
@@ -265,6 +266,75 @@ def test_the_study_form_explains_a_keep_fraction_outside_0_1(admin_client):
         "α must lie strictly between 0 and 1, e.g. 0.5 keeps half of the items after each ballot."
     ]
     assert not Study.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        # Django's generic "Ensure this value is greater than or equal to 0." before
+        ("appearances", "-3", "Appearances must be a whole number from 1 to 1,000."),
+        ("ballot_count", "-1", "Ballot count must be a whole number from 1 to 50."),
+        ("lease_seconds", "1e9", "Lease seconds must be a whole number from 10 to 86,400."),
+        ("ballot_deadline_hours", "0", "Ballot deadline hours must be a whole number from 1 to 8,760."),
+        ("max_variants_per_owner", "0", "Max variants per owner must be a whole number from 1 to 1,000."),
+        ("quality_fast_ms", "-1", "Quality fast ms must be a whole number from 1 to 60,000."),
+        ("keep_fraction", "half", "Keep fraction must be a number strictly between 0 and 1."),
+        (
+            "seconds_per_comparison",
+            "six",
+            "Seconds per comparison must be a number above 0 and at most 3,600.",
+        ),
+        # the field's code (hidden_share, check_rate) before
+        (
+            "hidden_share",
+            "2",
+            "Hidden share must be from 0 (no hidden test part) to 0.9 (nine items in ten hidden); 0.3 keeps "
+            "three items in ten as the hidden test part.",
+        ),
+        (
+            "check_rate",
+            "0.9",
+            "Check rate is the share of served comparisons that are checks, from 0 (none) to 0.5 (one in "
+            "two); 0.1 serves about one check in ten comparisons.",
+        ),
+        ("hidden_share", "a third", "Hidden share must be a number from 0 to 0.9."),
+    ],
+)
+def test_the_study_form_names_a_field_by_its_label_and_says_its_range(admin_client, field, value, message):
+    response = admin_client.post(reverse("admin:collection_study_add"), study_form_data(**{field: value}))
+
+    form = response.context["adminform"].form
+    assert (form[field].label, form.errors[field]) == (message.split(" must")[0].split(" is")[0], [message])
+    assert not Study.objects.exists()
+
+
+def test_no_message_of_the_study_form_names_a_field_by_its_code_or_is_djangos_generic_one(admin_client):
+    from django import forms
+
+    from collection.forms import StudyAdminForm
+    from collection.studies import STUDY_SETTINGS
+
+    codes = [name for name in STUDY_SETTINGS if "_" in name]
+    numbers = [
+        name for name, field in StudyAdminForm.base_fields.items() if isinstance(field, forms.IntegerField)
+    ]
+    said = []
+    for field in numbers:
+        for value in ("-5", "0", "99999999999999999999", "x"):
+            response = admin_client.post(
+                reverse("admin:collection_study_add"), study_form_data(**{field: value})
+            )
+            if response.status_code == 200:
+                form = response.context["adminform"].form
+                said += [(field, value, message) for messages in form.errors.values() for message in messages]
+
+    assert said  # the values above are refused by most fields
+    assert [
+        (field, value, message)
+        for field, value, message in said
+        if any(re.search(rf"\b{code}\b", message) for code in codes)
+        or message.startswith(("Ensure this value", "Enter a"))
+    ] == []
 
 
 def test_the_plan_and_slug_are_read_only_once_the_study_has_started(admin_client):

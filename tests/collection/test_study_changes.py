@@ -286,9 +286,11 @@ def test_a_plan_impossible_for_the_drafts_items_is_refused_alike_by_the_admin_an
     problem = response.json()["errors"]
     assert (response.status_code, page.status_code) == (400, 200)
     assert [line.split(": ", 1)[0] for line in problem] == ["plan"]
+    # The admin names the setting by its label (keep fraction), the API by its code (keep_fraction).
     assert page.context["adminform"].form.non_field_errors() == [
-        "Plan: " + problem[0].split(": ", 1)[1] + "."
+        "Plan: " + problem[0].split(": ", 1)[1].replace("keep_fraction", "keep fraction") + "."
     ]
+    assert "keep_fraction α = 0.5" in problem[0]
     assert (settings_of(through_api)["ballot_count"], settings_of(through_admin)["ballot_count"]) == (3, 3)
 
 
