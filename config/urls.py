@@ -2,7 +2,10 @@
 
 from csp.decorators import csp_update
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path, re_path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from common.api import not_found
@@ -37,6 +40,8 @@ urlpatterns = [
     path("api/", include("metrics.api_urls")),
     path("studies/", include("scoring.urls")),
     path("models/", include("metrics.urls")),
+    # Browsers ask for /favicon.ico whatever a page links: the static file's address, which WhiteNoise serves.
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.ico")), name="favicon"),
     path("healthz/", health, name="health"),
     path("metrics", metrics, name="metrics"),  # Prometheus' default path; a bearer token (METRICS_TOKEN)
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
