@@ -239,9 +239,9 @@ def check_item_missing(first: str, second: str, side: str) -> str:
 _CHECKS_NAMED = 5
 
 
-def checks_across_areas_problem(*, study: Study) -> str | None:
-    """Why ``study`` cannot be ranked per area while gold checks of it set items of two semantic areas
-    against each other (``Check.problems`` refuses such a check in a study ranked per area), or None."""
+def _gold_checks_across_areas(study: Study) -> tuple[int, str]:
+    """How many gold checks of ``study`` set items of two semantic areas against each other, and the
+    first ``_CHECKS_NAMED`` of them in words: "5 (lion – tiger against salt – pepper)"."""
     across = (
         Check.objects.filter(study=study, kind=Check.Kind.GOLD)
         .exclude(left_item__area=F("right_item__area"))
@@ -251,18 +251,42 @@ def checks_across_areas_problem(*, study: Study) -> str | None:
         .order_by("pk")
     )
     count = across.count()
-    if not count:
-        return None
     named = [f"{check.pk} ({check.left_item} against {check.right_item})" for check in across[:_CHECKS_NAMED]]
     if count > _CHECKS_NAMED:
         named.append(f"{count - _CHECKS_NAMED:,} more")
+    return count, listed(named)
+
+
+def checks_across_areas_problem(*, study: Study) -> str | None:
+    """Why ``study`` cannot be ranked per area while gold checks of it set items of two semantic areas
+    against each other (``Check.problems`` refuses such a check in a study ranked per area), or None."""
+    count, named = _gold_checks_across_areas(study)
+    if not count:
+        return None
     one = count == 1
     return (
         "a study ranked per area compares items of one semantic area only, and its "
-        f"{'gold check' if one else 'gold checks'} {listed(named)} {'sets' if one else 'set'} items of two "
+        f"{'gold check' if one else 'gold checks'} {named} {'sets' if one else 'set'} items of two "
         "areas against each other, where annotators would tell "
         f"{'it' if one else 'them'} from a comparison: delete {'it' if one else 'them'}, or make "
         f"{'it an instructed-response check' if one else 'them instructed-response checks'}, first"
+    )
+
+
+def checks_across_areas_warning(*, study: Study) -> str | None:
+    """What to do about gold checks across areas that a study ranked per area holds from before they were
+    refused (served, annotators would tell them from comparisons), or None."""
+    if study.ranking_scope != Study.RankingScope.PER_AREA:
+        return None
+    count, named = _gold_checks_across_areas(study)
+    if not count:
+        return None
+    one = count == 1
+    return (
+        f"{'gold check' if one else 'gold checks'} {named} {'sets' if one else 'set'} items of two semantic "
+        "areas against each other, which no comparison of a study ranked per area does, so annotators can "
+        f"tell {'it' if one else 'them'} from a comparison: delete {'it' if one else 'them'} in the Checks "
+        f"below, or make {'it an instructed-response check' if one else 'them instructed-response checks'}"
     )
 
 

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from collection import limits
 from collection.admin.display import progress_bar, sentence
 from collection.admin.study_pages import StudyPages
+from collection.checks import checks_across_areas_warning
 from collection.forms import CheckFormSet, CheckInlineForm, StudyAdminForm, in_field_labels
 from collection.jobs import study_job_done_count
 from collection.models import Ballot, Check, Study, StudyChange
@@ -242,6 +243,8 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         context = dict(extra_context or {})
         if study is not None:
             context.update(self._study_panels(request, study))
+            if request.method == "GET" and (warning := checks_across_areas_warning(study=study)):
+                self.message_user(request, sentence(warning), messages.WARNING)
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def _study_panels(self, request, study: Study) -> dict:

@@ -534,22 +534,25 @@ def test_vote_record_and_next_answers_a_check_then_leases_the_next():
 # --- the admin ---------------------------------------------------------------------------------------
 
 
-def inline_data(study, rows: list[dict]) -> dict:
-    """The study's change form as the admin posts it, with ``rows`` in the checks' inline."""
-    data = {"checks-TOTAL_FORMS": str(len(rows)), "checks-INITIAL_FORMS": "0"}
+def inline_data(study, rows: list[dict], initial: int = 0) -> dict:
+    """The study's change form as the admin posts it, with ``rows`` in the checks' inline (the first
+    ``initial`` of them the study's checks)."""
+    data = {"checks-TOTAL_FORMS": str(len(rows)), "checks-INITIAL_FORMS": str(initial)}
     for number, row in enumerate(rows):
         data |= {f"checks-{number}-{name}": value for name, value in row.items()}
     return data
 
 
-def post_study_page(admin_client, study, rows: list[dict]):
+def post_study_page(admin_client, study, rows: list[dict], initial: int = 0):
     from tests.collection.test_study_changes import admin_form
 
     form = admin_form(admin_client, study)
     values = {name: form.initial.get(name, field.initial) for name, field in form.fields.items()}
     data = {name: "" if value is None else value for name, value in values.items() if value is not False}
     data = {name: "on" if value is True else value for name, value in data.items()}
-    return admin_client.post(f"/admin/collection/study/{study.pk}/change/", data | inline_data(study, rows))
+    return admin_client.post(
+        f"/admin/collection/study/{study.pk}/change/", data | inline_data(study, rows, initial)
+    )
 
 
 def test_the_study_page_adds_checks_inline_by_the_tokens_of_their_items(admin_client):
@@ -728,3 +731,44 @@ def test_failing_the_studys_number_of_checks_screens_the_annotator_out_when_the_
     else:
         assert not excluded.exists()
     assert not Exclusion.objects.filter(annotator=careful).exists()  # right twice: not touched
+
+
+def test_the_study_page_names_the_gold_checks_across_areas_a_per_area_study_held_before_the_rule(
+    admin_client,
+):
+    from django.contrib.messages import get_messages
+
+    study = make_study(areas=2, ranking_scope="per_area")
+    # Added before such checks were refused: the database has no rule for it.
+    held = Check.objects.create(
+        study=study,
+        kind="gold",
+        left_item=area_item(study, 0, 0, 1),
+        right_item=area_item(study, 1, 2, 3),
+        expected="left",
+    )
+    url = f"/admin/collection/study/{study.pk}/change/"
+
+    page = admin_client.get(url)
+    kept = post_study_page(admin_client, study, [])  # a save that leaves the check as it is
+    row = {
+        "id": held.pk,
+        "study": study.pk,
+        "kind": "gold",
+        "left_a": "area0-0",
+        "left_b": "area0-1",
+        "right_a": "area1-2",
+        "right_b": "area1-3",
+        "expected": "left",
+    }
+    refused = post_study_page(admin_client, study, [row], initial=1)
+    deleted = post_study_page(admin_client, study, [row | {"DELETE": "on"}], initial=1)
+
+    assert [str(message) for message in get_messages(page.wsgi_request)] == [
+        f"Gold check {held.pk} (area0-0 – area0-1 against area1-2 – area1-3) sets items of two semantic "
+        "areas against each other, which no comparison of a study ranked per area does, so annotators can "
+        "tell it from a comparison: delete it in the Checks below, or make it an instructed-response check."
+    ]
+    assert (kept.status_code, refused.status_code, deleted.status_code) == (302, 200, 302)
+    assert refused.context["inline_admin_formsets"][0].formset.errors[0]["__all__"][0].startswith(CROSS_AREAS)
+    assert not Check.objects.filter(pk=held.pk).exists()
