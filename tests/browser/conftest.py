@@ -6,8 +6,11 @@ Browser tests are marked ``browser``. Without /usr/bin/chromium they skip locall
 
 import os
 import shutil
+import threading
+import time
 
 import pytest
+from django.core.signals import request_finished, request_started
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make around it are
@@ -120,10 +123,61 @@ def pytest_runtest_call(item):
     return result
 
 
+class ServedRequests:
+    """The requests the live server is serving, counted from Django's request signals (its threads), and
+    how many lease releases (``/s/<slug>/release/``) it has served."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.serving = 0
+        self.releases = 0
+        self.last_change = time.monotonic()
+
+    def started(self, environ=None, **kwargs):
+        with self.lock:
+            self.serving += 1
+            self.releases += (environ or {}).get("PATH_INFO", "").endswith("/release/")
+            self.last_change = time.monotonic()
+
+    def finished(self, **kwargs):
+        with self.lock:
+            self.serving -= 1
+            self.last_change = time.monotonic()
+
+    def wait(self, *, releases: int, quiet: float = 0.3, timeout: float = 10.0) -> None:
+        """Until ``releases`` releases have arrived and nothing has been served for ``quiet`` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if (
+                    self.releases >= releases
+                    and self.serving <= 0
+                    and time.monotonic() - self.last_change >= quiet
+                ):
+                    return
+            time.sleep(0.02)
+
+
+# A voting page whose vote.js runs and has no vote on its way sends a release when it is left.
+SENDS_A_RELEASE_JS = """() => {
+    const form = document.getElementById("vote-form");
+    const keys = document.getElementById("vote-keys");
+    return Boolean(form && form.dataset.release && keys && !keys.hidden && form.getAttribute("aria-busy") !== "true");
+}"""
+
+
 @pytest.fixture
 def new_context(chromium, browser_console):
-    """A factory of browser contexts whose pages ``browser_console`` watches; closed after the test."""
+    """A factory of browser contexts whose pages ``browser_console`` watches; closed after the test.
+
+    Before the contexts close, their pages are left for a blank page and the live server is let finish
+    what leaving sends (the voting page's beacon that gives its comparison back, which the browser
+    sends on its own, unseen by Playwright): a request still served while the test's database is
+    flushed fails the teardown."""
     contexts = []
+    served = ServedRequests()
+    request_started.connect(served.started, dispatch_uid="browser-tests-served")
+    request_finished.connect(served.finished, dispatch_uid="browser-tests-served")
 
     def make(**options):
         context = browser_console.watch(chromium.new_context(**options))
@@ -132,8 +186,19 @@ def new_context(chromium, browser_console):
         return context
 
     yield make
+    expected = served.releases
+    for context in contexts:
+        for page in context.pages:
+            try:
+                expected += bool(page.evaluate(SENDS_A_RELEASE_JS))
+            except Exception:  # a page without JavaScript, or mid-navigation: it sends nothing we wait for
+                pass
+            page.goto("about:blank")
+    served.wait(releases=expected)
     for context in contexts:
         context.close()
+    request_started.disconnect(dispatch_uid="browser-tests-served")
+    request_finished.disconnect(dispatch_uid="browser-tests-served")
 
 
 @pytest.fixture

@@ -58,14 +58,17 @@ def test_on_a_phone_the_pair_after_a_tap_arrives_with_neither_side_highlighted(
     assert untouched[0] == untouched[1]
     # Chromium's own tap highlight (a translucent blue by default) is off for both sides.
     assert phone_page.evaluate(TAP_HIGHLIGHT_JS) == ["rgba(0, 0, 0, 0)"] * 2
-    corners = inner_corners(phone_page, "#choice-left") + inner_corners(phone_page, "#choice-right")
-    untouched_pixels = colours_at(decoder, phone_page.screenshot(), corners)
+
+    def corners():  # again for each pair: a pair of longer words makes the sides taller
+        return inner_corners(phone_page, "#choice-left") + inner_corners(phone_page, "#choice-right")
+
+    untouched_pixels = colours_at(decoder, phone_page.screenshot(), corners())
     assert len(set(untouched_pixels)) == 1
 
     for side in ["left", "right", "left"]:
         vote_and_wait_for_the_next_pair(phone_page, phone_page.locator(f"#choice-{side}").tap)
         # At once, while a highlight of the tap would still show on the side just tapped.
-        assert colours_at(decoder, phone_page.screenshot(), corners) == untouched_pixels
+        assert colours_at(decoder, phone_page.screenshot(), corners()) == untouched_pixels
         expect_neither_side_selected(phone_page, untouched)
 
 

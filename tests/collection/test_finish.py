@@ -3,10 +3,12 @@ study's minimum of judgements, and a page that is left gives its comparison back
 
 import random
 import re
+from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from collection import limits
 from collection.checks import check_create
@@ -97,9 +99,7 @@ def test_at_the_minimum_finish_ends_the_session_with_the_completed_code_and_give
     assert exit_page.text["nothing-heading"] == "Thank you, you have finished"
     assert exit_page.attributes["completion"]["data-outcome"] == Outcome.COMPLETED
     assert exit_page.text["completion-code"] == study.completion_code
-    assert exit_page.text["completion-meaning"] == (
-        "This code confirms that you completed the study: you chose to finish once it allowed you to."
-    )
+    assert exit_page.text["completion-meaning"] == ("This code confirms that you completed the study.")
     annotator.refresh_from_db()
     assert annotator.finished_at is not None
     held.refresh_from_db()
@@ -175,6 +175,27 @@ def test_an_excluded_annotator_cannot_finish_and_keeps_the_screened_out_exit(cli
     assert page(client.get(vote_url(study))).text["completion-code"] == study.screened_out_code
 
 
+def test_a_waiting_page_offers_finish_rather_than_the_no_work_code_once_the_minimum_is_made(client):
+    study = make_study(min_judgements=1, max_wait_seconds=60)
+    annotator = join(client, study)
+    vote(client, study)
+    Assignment.objects.filter(annotator=annotator, status=Assignment.Status.ACTIVE).update(
+        status=Assignment.Status.EXPIRED
+    )
+    Comparison.objects.filter(ballot__study=study).exclude(status=Comparison.Status.VOTED).update(
+        status=Comparison.Status.LEASED, lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    Vote.objects.filter(annotator=annotator).update(created_at=timezone.now() - timedelta(seconds=61))
+
+    waiting = client.get(vote_url(study))
+
+    shown = page(waiting)
+    assert shown.attributes["nothing"]["data-reason"] == NextReason.ALL_LEASED
+    assert "completion-code" not in shown.attributes  # no no-work code beside Finish
+    assert "hidden" not in shown.attributes["finish-ready"] and "finish-button" in shown.attributes
+    assert 2 <= int(waiting["Retry-After"]) <= 4  # it still checks for work
+
+
 def test_the_api_finishes_as_the_page_does(client):
     study = make_study(
         min_judgements=1, completion_redirect_url="https://app.prolific.com/submissions/complete"
@@ -204,12 +225,16 @@ def test_the_api_finishes_as_the_page_does(client):
 
 
 def test_the_consent_page_states_the_minimum_before_finish(client):
+    # Without a cap a participant makes at most 30 + 16 + 8 = 54 comparisons; with a cap of 4, 12.
     shown = page(client.get(entry_url(make_study(min_judgements=20))))
     at_once = page(client.get(entry_url(make_study(min_judgements=0))))
+    beyond = page(client.get(entry_url(make_study(min_judgements=20, votes_per_annotator_per_ballot=4))))
 
     assert shown.text["expected-minimum"] == "20"
     assert "After 20 comparisons you may press Finish at any time" in shown.text["expectations"]
     assert "You may press Finish at any time" in at_once.text["expectations"]
+    # A minimum beyond what one person may make is never reached: Finish is not promised.
+    assert "Finish" not in beyond.text["expectations"] and "expected-minimum" not in beyond.attributes
 
 
 def test_min_judgements_changes_while_the_study_runs_within_its_bounds(django_user_model):
