@@ -269,7 +269,8 @@ def release(request, slug):
     study = get_object_or_404(Study, slug=slug)
     annotator = _leaving_annotator(request, study)
     if annotator is None:
-        return HttpResponse(status=403)
+        refusal = "you hold no comparison of this study: open the study link and give your consent first"
+        return HttpResponse(refusal, status=403, content_type="text/plain; charset=utf-8")
     form = VoteForm(request.POST)
     if not form.is_valid():
         return HttpResponse(form.problem(), status=400, content_type="text/plain; charset=utf-8")

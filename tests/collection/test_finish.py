@@ -321,6 +321,7 @@ def test_another_annotators_lease_is_not_released(client):
         f"assignment {theirs.pk} is not one of yours",
     )
     assert (unknown.status_code, malformed.status_code, stranger.status_code) == (404, 400, 403)
+    assert stranger.content.decode().startswith("you hold no comparison of this study")
     theirs.refresh_from_db()
     assert (theirs.status, theirs.comparison.status) == (Assignment.Status.ACTIVE, Comparison.Status.LEASED)
 
