@@ -20,6 +20,7 @@ import hmac
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import numpy as np
@@ -224,6 +225,7 @@ class Expectations:
     pay: float | None
     currency: str
     min_judgements: int  # judgements before the participant may press Finish (0: at any time)
+    finish_reachable: bool  # whether one participant can make that many (``finish_reachable``)
 
 
 def median_of_medians(annotator_ids, response_ms) -> tuple[float, int]:
@@ -279,17 +281,39 @@ def measured_seconds_per_comparison(*, study: Study) -> float | None:
     return milliseconds / 1000.0 if people >= MIN_MEASURED_ANNOTATORS else None
 
 
-def study_expectations(*, study: Study) -> Expectations | None:
-    """At most Σ_k min(cap, C_k) comparisons (C_k: ballot k's comparisons in the plan; Σ_k C_k without
-    a cap), at the crowd's measured seconds per comparison (``measured_seconds_per_comparison``; the
-    study's ``seconds_per_comparison`` until enough annotators voted); minutes rounded up; pay =
-    minutes / 60 × ``pay_per_hour``. None when the study has no plan yet."""
+@lru_cache(maxsize=256)
+def _comparisons_at_most(study_id: int, settings_version: str) -> int | None:
+    study = Study.objects.get(pk=study_id)
     try:
         plan = study_plan(study=study)
     except ServiceError:
         return None
     cap = study.votes_per_annotator_per_ballot
-    comparisons = sum(min(cap, count) if cap else count for count in plan.comparisons)
+    return sum(min(cap, count) if cap else count for count in plan.comparisons)
+
+
+def comparisons_at_most(*, study: Study) -> int | None:
+    """The most comparisons one participant can make: Σ_k min(cap, C_k) (C_k: ballot k's comparisons in the
+    plan; Σ_k C_k without a cap). None when the study has no plan yet. Kept per ``settings_version``
+    (each save makes a new one), so that a voting page does not compute the plan again."""
+    return _comparisons_at_most(study.pk, str(study.settings_version))
+
+
+def finish_reachable(*, study: Study) -> bool:
+    """Whether a participant can make the study's ``min_judgements`` before the comparisons run out for
+    them; otherwise Finish is never offered nor promised (their cap's exits end their session)."""
+    most = comparisons_at_most(study=study)
+    return not study.min_judgements or (most is not None and study.min_judgements < most)
+
+
+def study_expectations(*, study: Study) -> Expectations | None:
+    """At most Σ_k min(cap, C_k) comparisons (C_k: ballot k's comparisons in the plan; Σ_k C_k without
+    a cap), at the crowd's measured seconds per comparison (``measured_seconds_per_comparison``; the
+    study's ``seconds_per_comparison`` until enough annotators voted); minutes rounded up; pay =
+    minutes / 60 × ``pay_per_hour``. None when the study has no plan yet."""
+    comparisons = comparisons_at_most(study=study)
+    if comparisons is None:
+        return None
     seconds = measured_seconds_per_comparison(study=study)
     measured = seconds is not None
     if seconds is None:
@@ -304,4 +328,5 @@ def study_expectations(*, study: Study) -> Expectations | None:
         pay=pay,
         currency=study.pay_currency,
         min_judgements=study.min_judgements,
+        finish_reachable=finish_reachable(study=study),
     )

@@ -21,6 +21,7 @@ from collection.crowd import (
     annotator_platform_record,
     annotator_waited_seconds,
     completion_url,
+    finish_reachable,
     platform_parameters,
     study_exit,
     study_expectations,
@@ -296,6 +297,7 @@ def _next_page(request, study, annotator, result):
         "api_vote_url": f"{get_script_prefix()}api/votes/",
         "api_next_url": f"{get_script_prefix()}api/studies/{study.slug}/next/",
         "finish_remaining": finish_remaining(study=study, votes=result.progress.votes_total),
+        "finish_reachable": finish_reachable(study=study),
     }
     return render(request, "collection/vote.html", context)
 

@@ -348,3 +348,14 @@ def test_the_service_refuses_a_minimum_beyond_its_bound():
     problems = study_setting_problems(study=study, changed={"min_judgements"})
 
     assert problems == [("min_judgements", limits.MIN_JUDGEMENTS_MESSAGE)]
+
+
+def test_a_minimum_no_participant_can_reach_shows_no_finish_on_the_voting_page(client):
+    # A cap of 4 per ballot over 3 ballots: at most 12 comparisons, never the 20 the study asks.
+    study = make_study(min_judgements=20, votes_per_annotator_per_ballot=4)
+    reachable = make_study(min_judgements=12, votes_per_annotator_per_ballot=5)  # 5 + 5 + 5 = 15
+    join(client, study)
+    join(client, reachable, participant="other")
+
+    assert "finish" not in page(client.get(vote_url(study))).attributes
+    assert page(client.get(vote_url(reachable))).text["finish-remaining"].startswith("After 12 more")
