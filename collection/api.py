@@ -117,7 +117,7 @@ def uploaded_csv(request) -> bytes:
 
 # --- staff ---------------------------------------------------------------------------------------
 
-STAFF_ERRORS = {403: error_response("Not logged in as staff.")}
+STAFF_ERRORS = {403: error_response("Logged in, but not as staff (no credentials, or invalid ones: 401).")}
 FROZEN_SETTINGS = error_response(
     "A setting the study's state freezes (its plan, once started); nothing changed."
 )

@@ -340,7 +340,8 @@ def resolution(pair_low, pair_high, winner_is_low, score, target: float = 0.95) 
     cumulative_agree = np.cumsum(agrees[order])
     counted = np.arange(1, distance_desc.size + 1)
     # At threshold t = distance_desc[i], the pairs counted are the first i+1 (ties of distance too).
-    last_of_tie = np.r_[distance_desc[1:] != distance_desc[:-1], True]
+    last_of_tie = np.ones(distance_desc.size, dtype=bool)  # none when no pair differs in score
+    last_of_tie[:-1] = distance_desc[1:] != distance_desc[:-1]
     thresholds = distance_desc[last_of_tie]
     agreement = cumulative_agree[last_of_tie] / counted[last_of_tie]
     pairs_counted = counted[last_of_tie]

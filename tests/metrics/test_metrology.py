@@ -140,6 +140,28 @@ def test_resolution_on_a_hand_worked_example():
     assert resolution(low, high, winner_is_low, score, target=0.6)["resolution"] == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize(
+    "low, high, winner_is_low, score",
+    [
+        ([], [], [], [0.9, 0.3, 0.5]),  # a ballot open, no vote yet
+        ([0, 0, 1], [1, 1, 2], [1.0, 0.0, 1.0], [0.5, 0.5, 0.5]),  # every compared pair tied in score
+        ([0, 1], [1, 2], [1.0, 0.0], [np.nan, np.nan, np.nan]),  # no score yet
+    ],
+)
+def test_without_a_pair_of_different_scores_the_resolution_is_undefined_not_an_error(
+    low, high, winner_is_low, score
+):
+    result = resolution(low, high, winner_is_low, score)
+
+    assert (result["resolution"], result["compared_pairs"], result["overall_agreement"]) == (None, 0, None)
+    assert {key: list(values) for key, values in result["curve"].items()} == {
+        "threshold": [],
+        "agreement": [],
+        "pairs": [],
+    }
+    assert result["item_pairs_above_resolution"] is None
+
+
 def test_pair_value_counts_keep_pairs_judged_at_least_twice():
     units, counts = pair_value_counts([0, 0, 0, 1, 2, 2], [1, 1, 1, 2, 3, 3], [1.0, 0.0, 0.5, 1.0, 0.0, 0.0])
     assert counts.tolist() == [[1, 1, 1], [0, 2, 0]]
