@@ -79,7 +79,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from metrics.correlation import (
     kendall_rows,
@@ -161,6 +160,8 @@ def order_statistic_rank(repetitions: int, quantile: float, confidence: float) -
     The j-th smallest of n draws lies at or below the q-quantile ξ_q with probability
     P(#{X_i ≤ ξ_q} ≥ j) ≥ P(Binomial(n, q) ≥ j), since P(X ≤ ξ_q) ≥ q for any distribution.
     """
+    from scipy import stats  # here, not at import: web processes load this module and never search
+
     ranks = np.arange(1, int(repetitions) + 1)
     covered = stats.binom.sf(ranks - 1, int(repetitions), quantile) >= confidence
     return int(ranks[covered].max()) if covered.any() else 0
@@ -253,6 +254,8 @@ class Target:
         if values.size < 2 or np.isnan(values).any():
             return math.nan
         if self.quantile is None:
+            from scipy import stats  # as in order_statistic_rank
+
             spread = float(values.std(ddof=1))
             return float(values.mean()) - float(
                 stats.t.ppf(confidence, values.size - 1)

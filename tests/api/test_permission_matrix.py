@@ -349,6 +349,11 @@ MATRIX = {
         "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
     },
+    # Checks may be added in any state (a check is never a vote): the form, for staff only.
+    "admin/collection/study/<path:object_id>/checks-upload/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
     "admin/collection/study/<path:object_id>/items-generate/": {
         "GET": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/study/<id>/change/", ADMIN_LOGIN),
@@ -812,6 +817,7 @@ MATRIX = {
         },
     },
     "healthz/": {"GET": everyone(200), "POST": everyone(200)},
+    "favicon.ico": {"GET": everyone("→ /static/favicon.ico"), "POST": everyone("→ /static/favicon.ico")},
     # Prometheus' scrape: a bearer token, never a login (the tests set no METRICS_TOKEN: the endpoint is off).
     "metrics": {"GET": everyone(403), "POST": everyone(405)},
     "api/schema/": {"GET": everyone(200)},
