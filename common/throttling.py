@@ -14,6 +14,7 @@ still holds them for the requests it serves.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import ipaddress
 import itertools
 import logging
@@ -569,6 +570,23 @@ def login_client_address(request) -> str | None:
         return None
 
 
+# A username longer than any account's (Django's User.username holds 150 characters) is counted by its
+# digest: the failed logins' table holds 255, and PostgreSQL refuses a longer value (a 500 the fuzzing found).
+LOGIN_USERNAME_KEPT = 150
+
+
+def login_username(request, credentials=None) -> str | None:
+    """The username django-axes counts a login attempt under (``AXES_USERNAME_CALLABLE``): the one sent,
+    or ``"sha256:<hex digest>"`` of one longer than ``LOGIN_USERNAME_KEPT``; None when none was sent."""
+    if credentials:
+        username = credentials.get("username")
+    else:
+        username = getattr(request, "data", request.POST).get("username")
+    if not isinstance(username, str) or len(username) <= LOGIN_USERNAME_KEPT:
+        return username
+    return "sha256:" + hashlib.sha256(username.encode("utf-8", "backslashreplace")).hexdigest()
+
+
 def login_lockout_seconds() -> int:
     return int(settings.AXES_COOLOFF_TIME.total_seconds())
 
@@ -622,4 +640,4 @@ def login_succeeded(request, *, username: str) -> None:
     success (``AXES_RESET_ON_SUCCESS``), for a login that is not a session: the API token."""
     from axes.utils import reset
 
-    reset(ip=client_address(request), username=username)
+    reset(ip=login_client_address(request), username=login_username(request, {"username": username}))

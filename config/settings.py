@@ -318,6 +318,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"  # counts that outlive a Redis restart
 AXES_DISABLE_ACCESS_LOG = True  # the failures are what the lockout needs; successful logins are not kept
 AXES_CLIENT_IP_CALLABLE = "common.throttling.login_client_address"  # behind NUM_PROXIES as the limits
+AXES_USERNAME_CALLABLE = "common.throttling.login_username"  # a bounded key for an over-long username
 AXES_LOCKOUT_CALLABLE = "common.throttling.login_locked_response"
 AXES_VERBOSE = False  # log the username and address of a failure (cleansed), not a banner at every start
 SPECTACULAR_SETTINGS = {

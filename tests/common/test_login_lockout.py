@@ -167,3 +167,22 @@ def test_a_login_made_in_code_without_an_address_is_counted_without_one(owner):
     assert list(AccessAttempt.objects.values_list("username", "ip_address", "failures_since_start")) == [
         ("owner", None, 3)
     ]
+
+
+@pytest.mark.parametrize("username", ["1" + "0" * 400, "é" * 300])
+def test_a_username_longer_than_any_account_is_refused_401_and_counted_by_its_digest(owner, username):
+    import hashlib
+    import json
+
+    def send():
+        body = json.dumps({"username": username, "password": "guess"})
+        return Client().post(
+            "/api/auth/token/", body, content_type="application/json", REMOTE_ADDR=OWNER_ADDRESS
+        )
+
+    answers = [send().status_code for _ in range(3)]
+
+    digest = "sha256:" + hashlib.sha256(username.encode("utf-8", "backslashreplace")).hexdigest()
+    assert answers == [401, 401, 429]
+    assert list(AccessAttempt.objects.values_list("username", "failures_since_start")) == [(digest, 3)]
+    assert succeeded("api token", attempt("api token", "owner", "right-password"))  # another key
