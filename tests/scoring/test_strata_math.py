@@ -205,16 +205,20 @@ def test_the_coefficients_per_area_get_intervals_from_the_shared_replicates():
         assert low < 1.0 == high and entry["standard_error"] > 0
 
 
-def test_an_area_with_one_covered_item_has_no_values():
+def test_an_area_with_one_covered_item_has_no_values_and_says_why():
     strata = np.array([0, 0, 0, 1])
     by_area = coefficients_by_stratum(np.array([1.0, 2, 3, 4]), np.array([3.0, 2, 1, 0]), strata)
+
+    def undefined(symbol):
+        return {"value": None, "undefined": f"{symbol} is undefined: only 1 item has both scores here; it needs two"}
+
     assert by_area[1] == {
         "items": 1,
         "covered": 1,
-        "rho_w": {"value": None},
-        "tau_w": {"value": None},
-        "rho": {"value": None},
-        "tau": {"value": None},
+        "rho_w": undefined("ρ_w"),
+        "tau_w": undefined("τ_w"),
+        "rho": undefined("ρ"),
+        "tau": undefined("τ"),
     }
     assert by_area[0]["rho"]["value"] == pytest.approx(-1.0)
 
