@@ -38,7 +38,7 @@ test: $(INSTALL_STAMP)
 lint: $(INSTALL_STAMP)
 	$(BIN)/ruff check .
 
-# The full stack: workers and beat need a broker shared with the web process (README, "Full stack").
+# The full stack: workers and beat need a broker shared with the web process (docs/operators.md, "Full stack").
 worker: $(INSTALL_STAMP)
 	@$(call require_broker,worker)
 	$(BIN)/celery -A config worker -l info
@@ -50,7 +50,7 @@ beat: $(INSTALL_STAMP)
 define require_broker
 if [ -z "$$CELERY_BROKER_URL$$REDIS_URL" ]; then \
 	echo "make $(1) needs a broker: set REDIS_URL (or CELERY_BROKER_URL), e.g. REDIS_URL=redis://127.0.0.1:6379/0," >&2; \
-	echo "and the same DATABASE_URL and REDIS_URL for 'make run' (README, \"Full stack\")." >&2; \
+	echo "and the same DATABASE_URL and REDIS_URL for 'make run' (docs/operators.md, \"Full stack\")." >&2; \
 	exit 1; \
 fi
 endef

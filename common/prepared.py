@@ -13,7 +13,7 @@ process (BENCHMARKS.md, 2026-11-25, 11:10). A prepared statement lives
 as long as its session and is not undone by a rollback; a new connection (a restart of the server, the
 pool's replacement of a broken one) is a new key here and prepares again. Behind a pooler in
 transaction mode (PgBouncer) sessions are shared between clients and this would not hold: Yardstick
-connects to PostgreSQL directly or through psycopg's pool (README, Deployment).
+connects to PostgreSQL directly or through psycopg's pool (docs/operators.md, Deployment).
 """
 
 from __future__ import annotations

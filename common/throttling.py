@@ -2,7 +2,7 @@
 tokens, per user for submissions; and the answers to a login that django-axes has locked out.
 
 Rates live in ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` (from ``THROTTLE_*`` environment variables;
-README, Configuration), keyed ``<scope>.participant``, ``<scope>.address`` or ``<scope>.user``; a rate
+docs/operators.md, Configuration), keyed ``<scope>.participant``, ``<scope>.address`` or ``<scope>.user``; a rate
 of None turns that limit off. A request over a limit gets 429 with ``Retry-After``. The counts live in
 the cache (Redis in the full stack): if the cache does not answer, the request is let through and the
 failure logged, since refusing every annotator while Redis restarts would be worse than a few minutes

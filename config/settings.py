@@ -5,7 +5,7 @@ so the whole platform runs in one process on a laptop. Setting ``DATABASE_URL`` 
 ``CELERY_BROKER_URL`` or ``REDIS_URL`` gives the *full stack*: PostgreSQL, a Redis broker and
 real Celery workers, as many as the load needs, on as many hosts as share the broker and database.
 
-Every variable is listed in README.md ("Configuration").
+Every variable is listed in docs/operators.md ("Configuration").
 """
 
 import os
@@ -36,7 +36,7 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)  # SQLite file, beat schedule, admin
 _DEV_SECRET_KEY = "yardstick-development-key-not-for-production"
 SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (see README, Configuration).")
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (see docs/operators.md, Configuration).")
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])

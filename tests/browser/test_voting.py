@@ -1,7 +1,7 @@
 """An annotator in real headless Chromium: the study link, consent, votes by click and key to the quota,
 the progress moving, the completion code; the same without JavaScript, and on a phone.
 
-With YARDSTICK_SCREENSHOT=1 the desktop test saves docs/voting-page.png (the README shows it).
+With YARDSTICK_SCREENSHOT=1 the desktop test saves docs/voting-page.png (docs/researchers.md shows it).
 """
 
 import csv

@@ -26,7 +26,7 @@ from tests.factories import annotators, make_study, vote_until
 pytestmark = pytest.mark.django_db
 
 ALL, UNTIL_FINISHED, DRAFT_ONLY = {"draft", "running", "finished"}, {"draft", "running"}, {"draft"}
-# The rule table, as the README states it: the states in which each setting may change.
+# The rule table, as docs/researchers.md states it: the states in which each setting may change.
 EDITABLE_IN = {
     "name": ALL,
     "slug": DRAFT_ONLY,
@@ -513,7 +513,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        8,  # card version 8: people and simulated annotators apart, and the checks (README)
+        8,  # card version 8: people and simulated annotators apart, and the checks (docs/model-owners.md)
         [
             {
                 "changed_at": moment.isoformat(),

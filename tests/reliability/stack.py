@@ -71,7 +71,7 @@ def postgres_bin_dir() -> Path:
 
 
 def throttle_variables() -> list[str]:
-    """The THROTTLE_* variables config/settings.py reads (README, Configuration)."""
+    """The THROTTLE_* variables config/settings.py reads (docs/operators.md, Configuration)."""
     source = (REPO_ROOT / "config" / "settings.py").read_text()
     return sorted(set(re.findall(r"[\"'](THROTTLE_[A-Z0-9_]+)[\"']", source)))
 
@@ -147,7 +147,7 @@ class Stack:
             "DEBUG": "false",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SITE_URL": self.base_url,
-            "BEHIND_TLS_PROXY": "false",  # plain HTTP on 127.0.0.1, as README's "try it over HTTP"
+            "BEHIND_TLS_PROXY": "false",  # plain HTTP on 127.0.0.1, as docs/operators.md
             "SESSION_COOKIE_SECURE": "false",
             "CSRF_COOKIE_SECURE": "false",
             "LOG_LEVEL": "INFO",
