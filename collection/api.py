@@ -596,7 +596,7 @@ class VoteView(AnnotatorEndpoint):
         and no session or token, on PostgreSQL (``vote_record_and_next_by_owner``). It passes the
         same CSRF check and the same annotator limits, records the same judgement and answers the
         same body and headers as ``post`` through REST framework. REST framework's cycle cost a tenth
-        of such a request's work in the web process (BENCHMARKS.md, issue 9).
+        of such a request's work in the web process.
 
         Anything else goes to REST framework, before anything is written: another method or body, a
         failed CSRF check (whose 403 REST framework words), a token, a session, no annotator the

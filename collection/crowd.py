@@ -210,7 +210,7 @@ def annotator_platform_record(*, annotator: Annotator, parameters: dict[str, str
 # The latest votes the estimate reads: enough for a stable median, and a bounded read on a public page.
 MEDIAN_VOTES = 1000
 # Annotators in good standing among those votes before the estimate replaces the study's prior: the
-# median of fewer people's medians is one or two people's habit (one speeder moved it 20×, issue 34).
+# median of fewer people's medians is one or two people's habit (one speeder moved it 20×).
 MIN_MEASURED_ANNOTATORS = 5
 
 

@@ -4,7 +4,7 @@ A lease takes the first open comparison by position through the partial index of
 (``comparison_open``). Leasing one leaves its entry in that index, dead, until a vacuum removes it, and
 leases go in order of position: a scan from the ballot's start walks past every comparison leased since
 the last vacuum. At 9,000 of 9,900 comparisons voted that was 37 index pages per lease instead of one
-(migration 0025, BENCHMARKS.md, 2026-11-25).
+(migration 0025).
 
 So the lease function (``yardstick_lease_v2``, and ``_v3`` since migration 0027) takes a ballot and a
 position before which none of its comparisons was open when last read, and scans from there; called

@@ -149,7 +149,7 @@ def ballot_open(*, study: Study, number: int, item_indices, now: datetime | None
     if connection.vendor == "postgresql":
         # Fresh statistics for the new rows: until autovacuum gets to them the planner takes the ballot
         # for empty and the lease query (every GET next) scans and sorts every open comparison, 40-110 ms
-        # instead of 0.06 ms (RELIABILITY.md). ANALYZE samples the table: tens of milliseconds, once a ballot.
+        # instead of 0.06 ms. ANALYZE samples the table: tens of milliseconds, once a ballot.
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE collection_comparison")
     logger.info("opened %s with %d items and %d comparisons", ballot, item_indices.size, pairs.shape[0])
@@ -229,10 +229,8 @@ MAX_CLOSE_WAIT_SECONDS = 600
 # and a page that reloads too early costs a request and shows the wait again.
 CLOSE_WAIT_MARGIN = 1.5
 # A close's seconds per comparison before any close of the study has been measured: about four times
-# what ballot 1 of the demo-sized study took on a 2-core host (0.27 s for 9,900 comparisons,
-# BENCHMARKS.md, "the close of a ballot"), so that a slower host is covered too; a study's first close
-# then calibrates the estimate. The sweep interval told before it made annotators at the end of a
-# first ballot wait 15 s for a close of 0.07 to 0.28 s (BENCHMARKS.md, the ballots-wrk phase).
+# what ballot 1 of the demo-sized study takes on a 2-core host, so that a slower host is covered too;
+# a study's first close then calibrates the estimate.
 CLOSE_SECONDS_PER_COMPARISON_PRIOR = 1e-4
 
 

@@ -630,7 +630,7 @@ class Item(models.Model):
 
 # The parts of a ballot's count of votes (``BallotCounter``). A vote adds one to the part of its
 # database connection (its server process id modulo this): votes that run at once add to different
-# rows, so none waits for another's commit, as they all did on one counter row (BENCHMARKS.md, issue 9).
+# rows, so none waits for another's commit, as they all did on one counter row.
 # Many parts, so that two connections rarely share one. With 16, some two of 8 connections with
 # random process ids share a part 88% of the time; the votes of two such connections wait for each
 # other's commits (0.47 ms per vote, in one load run of the deployed stack).
@@ -770,7 +770,7 @@ class AnnotatorVotes(models.Model):
 
     The vote's statement adds one (``collection.voting``), an exclusion takes off the votes it sets
     aside (``collection.exclusion``), so that the lease reads the annotator's progress and cap from one
-    row: counting their votes instead read every one of them, on every lease (BENCHMARKS.md, issue 9).
+    row: counting their votes instead read every one of them, on every lease.
     ``in_ballot`` counts the votes in ``ballot``; in any other ballot the annotator has none yet.
     """
 
@@ -842,8 +842,7 @@ class Comparison(models.Model):
     # Indexed (as the vote's are), although nothing looks comparisons or votes up by item: deleting an
     # item, which happens with its study, makes PostgreSQL's foreign-key check look for rows that still
     # name it, once per item. Without these indexes that was a scan of the whole table per item, and
-    # deleting a 990-item study took 5.7 s in a database of six, against 0.85 s (BENCHMARKS.md,
-    # 2026-11-25). Their cost to a judgement was not measurable.
+    # deleting a 990-item study took several times longer. Their cost to a judgement is not measurable.
     left_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     right_item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     pair_low = models.PositiveIntegerField(help_text="The lower item index of the pair.")
@@ -858,7 +857,7 @@ class Comparison(models.Model):
         # ballot, where with statistics taken at the ballot's opening (every comparison open) it took
         # the (ballot, position) index and read past every comparison already voted; and the lapsed
         # leases are the start of a ballot's range of the leased ones by expiry, one probe however many
-        # a crowd holds (migration 0027; BENCHMARKS.md, issue 9).
+        # a crowd holds (migration 0027).
         indexes = [
             models.Index(fields=["ballot", "position"], condition=Q(status="open"), name="comparison_open"),
             models.Index(

@@ -90,7 +90,7 @@ class RememberingCSRFCheck(CSRFCheck):
     matching (at most ``remembered`` of them, the least recently used forgotten first).
 
     Matching a token to its cookie unmasks it one character at a time, in Python: most of the check's
-    50 µs (BENCHMARKS.md, issue 9), on each of an annotator's votes, whose browser sends the same pair
+    50 µs, on each of an annotator's votes, whose browser sends the same pair
     every time. Whether a token
     matches a secret depends on the two strings alone, so a pair found matching matches again. Only
     pairs from the header are remembered: a form's token (``csrfmiddlewaretoken``) goes first when

@@ -95,10 +95,10 @@ EXCLUDED_MESSAGE = (
 
 
 # The wait told to an annotator who finds every comparison left in the ballot leased to others: about
-# one judgement (a crowd of 500 takes about 3 s per judgement, issue 9). Those leases are mostly voted
+# one judgement (a crowd of 500 takes about 3 s per judgement). Those leases are mostly voted
 # on within that time, which completes the ballot, or one lapses and comes free. Told to wait a lease's
-# length (60 s), the annotators at the end of a ballot sat out the ballots that followed it
-# (BENCHMARKS.md, the ballots-wrk phase). Each is told a whole number of seconds drawn around it
+# length (60 s), the annotators at the end of a ballot sat out the ballots that followed it.
+# Each is told a whole number of seconds drawn around it
 # (ALL_LEASED_RETRY_SPREAD), so that the crowd that found the ballot leased at one moment does not
 # come back in one burst.
 ALL_LEASED_RETRY_SECONDS = 3
@@ -312,7 +312,7 @@ def _lease_in_one_statement(*, annotator: Annotator, now: datetime) -> NextResul
     ``one_active_assignment_per_annotator`` makes the second wait for the first and fail, which undoes
     all of that statement (its comparison is open again). The retry then finds the lease the first one
     made and returns it. Without an explicit transaction the lease costs one round trip, not four
-    (BEGIN, a lock of the annotator's row, the statement, COMMIT: BENCHMARKS.md, issue 9).
+    (BEGIN, a lock of the annotator's row, the statement, COMMIT).
     """
     parameters = _lease_parameters(study=annotator.study, annotator_id=annotator.pk, now=now)
     row = _lease_row(parameters)

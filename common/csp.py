@@ -2,7 +2,7 @@
 
 django-csp's middleware copies the policy's parts and builds the header's text anew for each
 response (``dataclasses.asdict`` and ``build_policy``, twice: the policy and the report-only one),
-which was a tenth of a vote's CPU in the web process (BENCHMARKS.md, issue 9). Almost every response
+which was a tenth of a vote's CPU in the web process. Almost every response
 carries the settings' policy unchanged: no view decorator changed it (``csp_update``, ``csp_replace``,
 ``csp_exempt``…) and no template asked for a nonce. For those the header's text depends on the settings
 alone, so it is built once and kept with the settings' objects it came from (a test that overrides the

@@ -3,8 +3,7 @@ and times read from PostgreSQL as integers, where a request's path reads them.
 
 ``django.db.connection`` is a proxy: every attribute read on it looks the thread's connection up in
 ``django.db.connections``, an asgiref ``Local``. A judgement's path read it a dozen times, at about 17,000
-instructions a read in the web process (``benchmarks/count_vote_instructions.py``, BENCHMARKS.md,
-2026-11-25). ``default_vendor`` reads the vendor from the settings, which name the same backend for
+instructions a read in the web process (``benchmarks/count_vote_instructions.py``). ``default_vendor`` reads the vendor from the settings, which name the same backend for
 every thread; a function that uses the connection several times looks it up once
 (``connections[DEFAULT_DB_ALIAS]``) and keeps it for the call. Also the migrations' step for SQL that
 only PostgreSQL runs (``on_postgresql_only``).
@@ -33,7 +32,7 @@ def _vendor_of(engine: str) -> str:
 # Django's PostgreSQL backend loads every timestamptz through a subclass of psycopg's pure-Python loader
 # (``BaseTzLoader``, which sets the connection's time zone on the value), not through psycopg's compiled
 # one: about 33,000 instructions per value in the web process, 4% of a judgement's work for its three
-# times (``benchmarks/count_vote_instructions.py``, BENCHMARKS.md, 2026-11-25, 16:25). An integer loads
+# times (``benchmarks/count_vote_instructions.py``). An integer loads
 # in compiled code. So the judgement's statements read their times as whole microseconds since the Unix
 # epoch (``epoch_microseconds_sql``), and ``aware_time`` makes the datetime again.
 

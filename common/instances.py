@@ -2,7 +2,7 @@
 
 ``Model.from_db`` runs ``Model.__init__``, which sets each field through the model's descriptors and
 sends ``pre_init`` and ``post_init``: for the study's fifty-odd fields and the vote's handful, about a
-tenth of a judgement's Python in the web process (BENCHMARKS.md, issue 9). A model instance is its
+tenth of a judgement's Python in the web process. A model instance is its
 attributes in ``__dict__`` and a ``ModelState``; ``loaded`` writes those directly. Fields it is not
 given are deferred, as ``from_db`` leaves them: read from the database if asked for.
 """

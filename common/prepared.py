@@ -1,15 +1,15 @@
 """Server-side prepared statements on PostgreSQL, for the few large statements run on every vote.
 
 PostgreSQL plans a statement each time it receives its text. For the lease's ``WITH`` statement
-(``collection.voting``) planning takes about 1 ms of the database's CPU, as long as running it
-(BENCHMARKS.md, issue 9). A prepared statement is planned once per connection and run by name.
+(``collection.voting``) planning takes about 1 ms of the database's CPU, as long as running it.
+A prepared statement is planned once per connection and run by name.
 
 Django turns psycopg's own automatic preparation off (``prepare_threshold=None``) and binds
 parameters on the client, so a ``PreparedStatement`` prepares itself in SQL: ``PREPARE name(types)
 AS …`` the first time a connection runs it, then ``EXECUTE name(values)``. The values are written into
 the ``EXECUTE`` here, as the constants of their declared types (``_LITERALS``), not by psycopg's
 client-side binding: its dumpers, looked up per value, cost about 3% of a judgement's work in the web
-process (BENCHMARKS.md, 2026-11-25, 11:10). A prepared statement lives
+process. A prepared statement lives
 as long as its session and is not undone by a rollback; a new connection (a restart of the server, the
 pool's replacement of a broken one) is a new key here and prepares again. Behind a pooler in
 transaction mode (PgBouncer) sessions are shared between clients and this would not hold: Yardstick
@@ -161,8 +161,8 @@ def integer_array(values) -> str:
 
     psycopg's client-side binding would dump a Python list through its Python array dumpers (the
     elements' type found, a dumper built for the list, each element quoted): about 79,000 instructions
-    per judgement for the vote's two one-element arrays, 2.7% of the web process's work for a judgement
-    (BENCHMARKS.md, 2026-11-25). The text of integers needs no quoting; each value must be an integer
+    per judgement for the vote's two one-element arrays, 2.7% of the web process's work for a judgement.
+    The text of integers needs no quoting; each value must be an integer
     (``operator.index``, not a boolean), so nothing else can reach the statement's text this way.
     """
     return "{" + ",".join([_element(value) for value in values]) + "}"

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 
 # After the cache fails, the limits are not checked for this long (in this process): a Redis that hangs
-# would otherwise cost every request its timeouts (RELIABILITY.md: 7 s per vote while Redis was frozen).
+# would otherwise cost every request its timeouts.
 CACHE_RETRY_SECONDS = 10.0
 _cache_down_until = 0.0
 
@@ -162,7 +162,7 @@ class UserThrottle(_ScopedThrottle):
 # on, or when the process asks for them, its newest ``limit`` times (a list of texts, oldest first): all
 # a process needs to decide as REST framework's sliding window does (the window is full when its
 # limit-th newest time is still in it). Reading every time back on every flush cost Redis most of its
-# 0.06 ms per vote, and the process as much again (BENCHMARKS.md, 2026-11-25, 11:10). ARGV per key:
+# 0.06 ms per vote, and the process as much again. ARGV per key:
 # the window's start, its seconds, the limit, 1 to ask for the times, the number of requests to add,
 # then each request's time and its distinct member.
 _SHARE_WINDOWS_LUA = """
@@ -260,7 +260,7 @@ class _SharedWindows:
     requests since: no round trip. At most every ``RATE_LIMIT_SHARE_SECONDS`` a request that finds the
     last flush that old sends every key's new requests, and reads back what Redis holds for each such
     key, in one script (``_SHARE_WINDOWS_LUA``): one round trip per interval per process, not one per
-    vote. The round trip was 13% of a vote's CPU on the full stack (BENCHMARKS.md, issue 9).
+    vote. The round trip was 13% of a vote's CPU on the full stack.
 
     Under half its limit a key's answer is its count, not its times. A count cannot say which of its
     requests have left the window since, so it counts them all until its newest has left: never fewer
@@ -522,8 +522,7 @@ ANNOTATOR_THROTTLES = [AnnotatorThrottle]
 # What makes a history's entries distinct: the host (a token drawn at import), the process and its count
 # of requests. Not a draw per request: that reads the system's random source, a system call that lets
 # the process's other threads take the interpreter on every vote. Nor the process id read per request:
-# ``os.getpid`` is a system call too (0.7% of a web worker's interpreter time under the vote's load,
-# BENCHMARKS.md, 2026-11-25); it is read at import and again in each child a fork makes. (With
+# ``os.getpid`` is a system call too; it is read at import and again in each child a fork makes. (With
 # gunicorn's preload the workers of a host share the token and differ by their process ids.)
 _HOST = secrets.token_hex(6)
 _requests = itertools.count()

@@ -1,6 +1,6 @@
 """gunicorn's settings for the web service (docker-compose.yml's ``web``, the Dockerfile).
 
-The defaults are the ones measured on a 2-core host (BENCHMARKS.md, "The server as deployed"):
+The defaults are the ones measured on a 2-core host:
 ``WEB_CONCURRENCY`` processes of ``WEB_THREADS`` threads each. More than one thread gives gthread
 workers, whose threads wait on the database and Redis while another runs Python; one thread gives
 sync workers. The gthread worker is gunicorn's with one change (``config/gunicorn_worker.py``): a new
@@ -30,8 +30,8 @@ def post_worker_init(worker):
     A full collection traverses every tracked object while holding the GIL, so it stops all the
     worker's threads: 59 to 61 ms on a 2-core host with this application loaded, and it came once
     in 1,500 judgements served by one process. Objects loaded at start live as long as the process;
-    frozen, they are never traversed again, and a full collection then takes under 0.1 ms
-    (BENCHMARKS.md, 2026-11-24). Garbage is collected first, so that none of it is kept.
+    frozen, they are never traversed again, and a full collection then takes under 0.1 ms.
+    Garbage is collected first, so that none of it is kept.
     """
     gc.collect()
     gc.freeze()

@@ -8,7 +8,7 @@ connection, or a slow or hostile client) holds one of the worker's few threads f
 runs 2 processes of 4 threads (``config/gunicorn.conf.py``): eight such connections stop every request
 for up to 5 s. With wrk's 500 annotators, who connect first and judge after thinking for 2 s, the
 requests' p95 was 1.9 s with gunicorn 27's worker, and 87 ms with gunicorn 23's, which waited in the
-poller (BENCHMARKS.md, "2026-11-24, 07:18 to 08:45 UTC").
+poller.
 
 ``PollerThreadWorker`` puts every new connection where gunicorn 27 puts the ones that sent nothing for
 5 s: on the poller, as pending, closed after ``keepalive`` seconds without a request. A thread takes the

@@ -117,7 +117,7 @@ elif env.bool("DATABASE_POOL", default=False):
     # psycopg's pool (Django 5.1+), one per process: a request borrows a connection and gives it back.
     # The pool does not check a connection before it lends it (CONN_HEALTH_CHECKS is off here: that
     # check is a round trip per request); after a database restart each broken connection fails one
-    # request with 503 and is dropped (RELIABILITY.md, postgres-restart). Persistent connections
+    # request with 503 and is dropped. Persistent connections
     # (CONN_MAX_AGE) must then be off.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
