@@ -3,8 +3,8 @@
 The defaults are the ones measured on a 2-core host:
 ``WEB_CONCURRENCY`` processes of ``WEB_THREADS`` threads each. More than one thread gives gthread
 workers, whose threads wait on the database and Redis while another runs Python; one thread gives
-sync workers. The gthread worker is gunicorn's with one change (``config/gunicorn_worker.py``): a new
-connection waits for its first request in the poller, not in one of the few threads. ``GUNICORN_CMD_ARGS`` and the command line override anything set here.
+sync workers. gunicorn runs behind nginx (``config/nginx/yardstick.conf.template``), which hands it only
+whole requests. ``GUNICORN_CMD_ARGS`` and the command line override anything set here.
 """
 
 import gc
@@ -13,13 +13,10 @@ import os
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
 threads = int(os.environ.get("WEB_THREADS") or 4)
-worker_class = "config.gunicorn_worker.PollerThreadWorker" if threads > 1 else "sync"
+worker_class = "gthread" if threads > 1 else "sync"
 accesslog = "-"
-# Kept-alive connections let the voting page's script reuse one connection for next and vote. An
-# annotator thinks for seconds between votes, sometimes a minute: a connection closed after gunicorn's
-# default 5 s races the next request on it (the load benchmark's crowd saw RemoteProtocolError), so
-# idle connections are kept longer than a proxy's usual 60 s idle timeout; gthread holds them in its
-# poller, not in a thread.
+# nginx keeps its connections to gunicorn open between requests for up to 60 s: gunicorn keeps them
+# longer, so that it never closes one as nginx sends a request on it.
 keepalive = 75
 
 

@@ -66,7 +66,7 @@ MIDDLEWARE = [
     "common.observability.RequestLatencyMiddleware",  # times everything below (no I/O)
     "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
     "django.middleware.security.SecurityMiddleware",
-    "common.csp.CSPMiddleware",  # Content-Security-Policy (CONTENT_SECURITY_POLICY below), built once
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (CONTENT_SECURITY_POLICY below)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ from gunicorn; no CDN, no extra server
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -221,6 +221,10 @@ STORAGES = {
 # X-Forwarded-Proto. It turns on everything that only makes sense over HTTPS (redirect, HSTS, secure
 # cookies); without it, a plain-HTTP production-like run (DEBUG off, no proxy) keeps working.
 BEHIND_TLS_PROXY = env.bool("BEHIND_TLS_PROXY", default=False)
+# How many proxies append to X-Forwarded-For before gunicorn: docker-compose.yml's nginx and the TLS proxy.
+NUM_PROXIES = env.int("NUM_PROXIES", default=1 if BEHIND_TLS_PROXY else 0)
+if not 0 <= NUM_PROXIES <= 10:
+    raise ImproperlyConfigured("NUM_PROXIES must be between 0 and 10.")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
 # The load balancer's probe and Prometheus (with its bearer token, on the internal network) speak plain
@@ -291,9 +295,9 @@ REST_FRAMEWORK = {
         "token.address": _rate("THROTTLE_TOKEN_ADDRESS", "30/min"),
         "submissions.user": _rate("THROTTLE_SUBMISSIONS_USER", "60/hour"),
     },
-    # Behind the TLS proxy, the client's address is the last one the proxy adds to X-Forwarded-For;
-    # otherwise X-Forwarded-For is the client's own claim and is ignored.
-    "NUM_PROXIES": 1 if BEHIND_TLS_PROXY else 0,
+    # The proxies in front of gunicorn (nginx, the TLS proxy): the client's address is the one the
+    # outermost of them appended to X-Forwarded-For; with none, X-Forwarded-For is ignored.
+    "NUM_PROXIES": NUM_PROXIES,
 }
 # The annotator limits on Redis: each process decides on its own count and what Redis last told it, and
 # sends its new requests and reads the others' at most this often (common.throttling, _SharedWindows).

@@ -37,7 +37,7 @@ def conf(monkeypatch):
 def test_threads_choose_the_worker_class(conf):
     deployed = conf()
     assert (deployed["workers"], deployed["threads"]) == (2, 4)
-    assert deployed["worker_class"] == "config.gunicorn_worker.PollerThreadWorker"  # gthread, see that module
+    assert deployed["worker_class"] == "gthread"
     assert deployed["bind"] == "0.0.0.0:8000"
     single = conf(WEB_CONCURRENCY="3", WEB_THREADS="1", PORT="9000")
     assert (single["workers"], single["threads"], single["worker_class"]) == (3, 1, "sync")

@@ -79,7 +79,7 @@ def compose() -> dict:
 
 
 def test_it_defines_web_worker_beat_postgres_and_redis(compose):
-    assert sorted(compose["services"]) == ["beat", "flower", "postgres", "redis", "web", "worker"]
+    assert sorted(compose["services"]) == ["beat", "flower", "nginx", "postgres", "redis", "web", "worker"]
     assert compose["services"]["postgres"]["image"] == "postgres:16"
     assert compose["services"]["redis"]["image"] == "redis:7"
 
@@ -91,9 +91,13 @@ def test_worker_and_beat_reuse_the_web_service_definition(compose):
         assert {key: service[key] for key in app} == app, name
 
 
-def test_web_publishes_the_port_gunicorn_binds(compose):
-    web = compose["services"]["web"]
-    assert [mapping.split(":")[-1] for mapping in web["ports"]] == [web["environment"]["PORT"]]
+def test_nginx_publishes_its_port_and_passes_requests_to_the_port_gunicorn_binds(compose):
+    web, nginx = compose["services"]["web"], compose["services"]["nginx"]
+    assert "ports" not in web  # reached through nginx only
+    assert [mapping.split(":")[-1] for mapping in nginx["ports"]] == [nginx["environment"]["NGINX_PORT"]]
+    assert nginx["environment"]["YARDSTICK_WEB"] == f"web:{web['environment']['PORT']}"
+    template, mounted = nginx["volumes"][0].split(":")[:2]
+    assert (REPO_ROOT / template).is_file() and mounted.startswith("/etc/nginx/templates/")
 
 
 def test_it_refuses_to_start_without_a_secret_key_and_turns_debug_off(compose):

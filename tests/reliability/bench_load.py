@@ -1168,6 +1168,9 @@ def parser() -> argparse.ArgumentParser:
     )
     main.add_argument("--worker-class", default=None, help="gunicorn worker class, e.g. sync or gthread")
     main.add_argument(
+        "--no-nginx", action="store_true", help="clients reach gunicorn directly, not through nginx"
+    )
+    main.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="for web, worker, beat"
     )
     main.add_argument(
@@ -1204,7 +1207,7 @@ def main(argv: list[str] | None = None) -> int:
             environment[name] = value
     environment.update(item.split("=", 1) for item in args.env)
     web_workers = args.web_workers or int(compose_default("WEB_CONCURRENCY") or 4)
-    gunicorn_args = [f"--bind=127.0.0.1:{args.web_port}"]
+    gunicorn_args = []  # the stack binds gunicorn behind nginx
     if args.threads is not None:
         gunicorn_args.append(f"--threads={args.threads}")
     if args.worker_class is not None:
@@ -1214,6 +1217,7 @@ def main(argv: list[str] | None = None) -> int:
         postgres_port=args.postgres_port,
         redis_port=args.redis_port,
         web_port=args.web_port,
+        nginx=not args.no_nginx,
         web_workers=web_workers,
         environment=environment,
         keep=args.keep,
@@ -1230,7 +1234,8 @@ def main(argv: list[str] | None = None) -> int:
         "label": args.label,
         "machine": machine(),
         "web_workers": web_workers,
-        "gunicorn_args": gunicorn_args[1:],
+        "gunicorn_args": gunicorn_args,
+        "nginx": not args.no_nginx,
         "environment": {k: v for k, v in environment.items() if k != "GUNICORN_CMD_ARGS"},
         "postgres_settings": config.postgres_settings,
     }

@@ -1,8 +1,9 @@
 """The full stack of one reliability run, on this machine, away from everything else.
 
 Its own PostgreSQL cluster (``initdb`` into the run directory, port 5499), its own Redis (port 6390,
-nothing saved), and the ``web``, ``worker`` and ``beat`` commands of ``docker-compose.yml`` as written,
-all on 127.0.0.1. The test databases (5432) and the shared Redis (6379) are never touched.
+nothing saved), the ``web``, ``worker`` and ``beat`` commands of ``docker-compose.yml`` as written, and
+Debian's nginx with the compose service's configuration in front of web (port 8099; gunicorn on the next
+port), all on 127.0.0.1. The test databases (5432) and the shared Redis (6379) are never touched.
 Everything started here is stopped by ``Stack.stop`` (also on Ctrl-C, and by the run's time limit).
 """
 
@@ -18,6 +19,7 @@ import shlex
 import shutil
 import signal
 import socket
+import string
 import subprocess
 import sys
 import tempfile
@@ -41,7 +43,8 @@ class StackError(RuntimeError):
 class StackConfig:
     postgres_port: int = 5499
     redis_port: int = 6390
-    web_port: int = 8099
+    web_port: int = 8099  # where clients connect: nginx's, or gunicorn's without nginx
+    nginx: bool = True  # in front of gunicorn, as docker-compose.yml deploys it
     web_workers: int = 4  # WEB_CONCURRENCY, as in docker-compose.yml
     worker_concurrency: int = 2  # processes per Celery worker (compose: one per CPU)
     sweep_seconds: float = 15.0  # the production default
@@ -84,6 +87,35 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def nginx_binary() -> str:
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        raise StackError("nginx is not installed: apt-get install nginx")
+    return nginx
+
+
+def nginx_config(directory: Path, *, listen: str, web: str) -> Path:
+    """An nginx configuration in ``directory`` that serves compose's server block
+    (``config/nginx/yardstick.conf.template``, filled in as the nginx image fills it from its
+    environment) on ``listen`` and passes requests to gunicorn at ``web``; its files stay in
+    ``directory``. Returns the main configuration's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    template = (REPO_ROOT / "config" / "nginx" / "yardstick.conf.template").read_text()
+    server = string.Template(template).safe_substitute(NGINX_PORT=listen, YARDSTICK_WEB=web)
+    (directory / "yardstick.conf").write_text(server)
+    temp_paths = "".join(
+        f"    {kind}_temp_path {directory}/{kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    main = directory / "nginx.conf"
+    main.write_text(
+        f"user {pwd.getpwuid(os.geteuid()).pw_name};\nworker_processes auto;\npid {directory}/nginx.pid;\n"
+        f"error_log {directory}/error.log;\nevents {{ worker_connections 4096; }}\n"
+        f"http {{\n    access_log off;\n{temp_paths}    include {directory}/yardstick.conf;\n}}\n"
+    )
+    return main
 
 
 def compose_commands() -> dict[str, list[str]]:
@@ -129,6 +161,10 @@ class Stack:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.config.web_port}"
 
+    @property
+    def gunicorn_port(self) -> int:
+        return self.config.web_port + 1 if self.config.nginx else self.config.web_port
+
     def log_path(self, name: str) -> Path:
         return self.run_dir / f"{name}.log"
 
@@ -154,7 +190,7 @@ class Stack:
             "YARDSTICK_DATA_DIR": str(self.run_dir / "var"),
             "STATIC_ROOT": str(self.run_dir / "staticfiles"),
             "SWEEP_SECONDS": str(self.config.sweep_seconds),
-            "GUNICORN_CMD_ARGS": f"--bind=127.0.0.1:{self.config.web_port}",
+            "NUM_PROXIES": "1" if self.config.nginx else "0",
             "WEB_CONCURRENCY": str(self.config.web_workers),
             "CELERY_WORKER_CONCURRENCY": str(self.config.worker_concurrency),
         }
@@ -162,6 +198,9 @@ class Stack:
             env[name] = self.config.throttle_rate
         env.update(self.config.environment)
         env.update(extra)
+        # gunicorn binds where nginx passes requests, whatever else the run asks of it.
+        bind = f"--bind=127.0.0.1:{self.gunicorn_port}"
+        env["GUNICORN_CMD_ARGS"] = f"{bind} {env.get('GUNICORN_CMD_ARGS', '')}".strip()
         return env
 
     # --- the whole stack ---
@@ -171,6 +210,7 @@ class Stack:
             (self.config.postgres_port, "PostgreSQL"),
             (self.config.redis_port, "Redis"),
             (self.config.web_port, "the web server"),
+            (self.gunicorn_port, "gunicorn"),
         ):
             if not port_is_free(port):
                 raise StackError(
@@ -290,12 +330,24 @@ class Stack:
     def web_start(self) -> None:
         # compose's web command: migrate, collectstatic, then exec gunicorn.
         self.start_process("web", self.commands["web"], env=self.app_env())
-        self.wait_for("the web server answering /healthz/", self.healthy, process="web")
+        gunicorn_url = f"http://127.0.0.1:{self.gunicorn_port}"
+        self.wait_for("gunicorn answering /healthz/", lambda: self.healthy(gunicorn_url), process="web")
+        if self.config.nginx:
+            self.nginx_start()
         self.log(f"web (gunicorn, {self.config.web_workers} processes) on {self.base_url}")
 
-    def healthy(self) -> bool:
+    def nginx_start(self) -> None:
+        config = nginx_config(
+            self.run_dir / "nginx",
+            listen=f"127.0.0.1:{self.config.web_port}",
+            web=f"127.0.0.1:{self.gunicorn_port}",
+        )
+        self.start_process("nginx", [nginx_binary(), "-c", str(config), "-g", "daemon off;"], env={})
+        self.wait_for("nginx answering /healthz/", self.healthy, process="nginx")
+
+    def healthy(self, base_url: str | None = None) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.base_url}/healthz/", timeout=5) as response:
+            with urllib.request.urlopen(f"{base_url or self.base_url}/healthz/", timeout=5) as response:
                 return response.status == 200
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             return False  # not listening yet, or slow to answer: not yet
