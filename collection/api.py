@@ -15,6 +15,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import MultiPartParser
@@ -58,7 +59,6 @@ from collection.serializers import (
     VoteResultSerializer,
 )
 from common.api import error_response, get_or_404
-from common.authentication import HeaderTokenAuthentication
 from common.errors import ServiceError
 from common.numbers import percent_done
 from common.parsers import CSVParser
@@ -424,7 +424,7 @@ def study_job_body(job: StudyJob) -> dict:
 
 # The token first, so that an invalid one is 401 with the scheme (the settings' order); a request that
 # the session or the annotator cookie identifies, with no token, still passes the CSRF check.
-ANNOTATOR_AUTHENTICATION = [HeaderTokenAuthentication, AnnotatorSessionAuthentication]
+ANNOTATOR_AUTHENTICATION = [TokenAuthentication, AnnotatorSessionAuthentication]
 # JSON only: the annotators' endpoints are called by vote.js and API clients on every judgement, and
 # the browsable API's renderer would only add a negotiation to each of them.
 ANNOTATOR_RENDERERS = [JSONRenderer]

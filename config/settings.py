@@ -274,7 +274,7 @@ REST_FRAMEWORK = {
     # The token first: missing or invalid credentials are then 401 with "WWW-Authenticate: Token" (REST
     # framework asks its first authenticator for the scheme; a session has none, which made them 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "common.authentication.HeaderTokenAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -168,7 +168,7 @@ def test_a_forged_csrf_token_is_refused_with_nothing_written():
     forged = send(client, {"assignment": assignment, "choice": "left"}, token="x" * 32)
 
     assert forged.status_code == 403
-    assert forged.json()["detail"].startswith("CSRF failed:")
+    assert forged.json()["detail"].startswith("CSRF Failed:")
     assert Vote.objects.count() == 0
 
 
