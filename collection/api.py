@@ -8,17 +8,14 @@ the statuses every operation shares, and the views describe their own.
 from __future__ import annotations
 
 import datetime
-import json
 
-from django.conf import settings
-from django.contrib.auth.models import AnonymousUser
-from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import MultiPartParser
@@ -29,7 +26,6 @@ from rest_framework.views import APIView
 
 from collection import crowd, exclusion, jobs, lifecycle, pools, selectors, studies, voting
 from collection.identity import (
-    ANNOTATOR_COOKIE,
     annotator_of_assignment,
     remembered_annotator_of_study,
     remembered_annotators,
@@ -39,7 +35,6 @@ from collection.permissions import (
     AnnotatorSessionAuthentication,
     HiddenPartResearchers,
     IsStaff,
-    annotator_csrf_refusal,
     consented_annotator,
 )
 from collection.serializers import (
@@ -62,15 +57,12 @@ from collection.serializers import (
     TokensImportQuerySerializer,
     VoteRequestSerializer,
     VoteResultSerializer,
-    vote_request_valid,
 )
-from common.api import error_response, exception_handler, get_or_404
-from common.authentication import HeaderTokenAuthentication
-from common.database import default_vendor
+from common.api import error_response, get_or_404
 from common.errors import ServiceError
 from common.numbers import percent_done
 from common.parsers import CSVParser
-from common.throttling import ANNOTATOR_THROTTLES, AnnotatorThrottle
+from common.throttling import ANNOTATOR_THROTTLES
 
 # --- uploads -------------------------------------------------------------------------------------
 
@@ -432,7 +424,7 @@ def study_job_body(job: StudyJob) -> dict:
 
 # The token first, so that an invalid one is 401 with the scheme (the settings' order); a request that
 # the session or the annotator cookie identifies, with no token, still passes the CSRF check.
-ANNOTATOR_AUTHENTICATION = [HeaderTokenAuthentication, AnnotatorSessionAuthentication]
+ANNOTATOR_AUTHENTICATION = [TokenAuthentication, AnnotatorSessionAuthentication]
 # JSON only: the annotators' endpoints are called by vote.js and API clients on every judgement, and
 # the browsable API's renderer would only add a negotiation to each of them.
 ANNOTATOR_RENDERERS = [JSONRenderer]
@@ -583,85 +575,6 @@ class VoteView(AnnotatorEndpoint):
     permission_classes = [AllowAny]  # the annotator is the one of the assignment's study, or 404
     throttle_scope = "vote"
 
-    def dispatch(self, request, *args, **kwargs):
-        answer = self.judgement_answer(request)
-        if answer is not None:
-            return answer
-        return super().dispatch(request, *args, **kwargs)
-
-    def judgement_answer(self, request) -> HttpResponse | None:
-        """The common judgement outside REST framework's request cycle, or None for REST framework's.
-
-        The common judgement is a browser's: a POST of a valid JSON vote, with the annotator cookie
-        and no session or token, on PostgreSQL (``vote_record_and_next_by_owner``). It passes the
-        same CSRF check and the same annotator limits, records the same judgement and answers the
-        same body and headers as ``post`` through REST framework. REST framework's cycle cost a tenth
-        of such a request's work in the web process.
-
-        Anything else goes to REST framework, before anything is written: another method or body, a
-        failed CSRF check (whose 403 REST framework words), a token, a session, no annotator the
-        cookie names holding the assignment. The limits decide once: REST framework's throttle then
-        reuses this decision (``AnnotatorThrottle.decide``). An error raised while recording (a lapsed
-        lease, a closed ballot, an exclusion, a database that does not answer) is answered here by the
-        API's exception handler, as REST framework's ``handle_exception`` would answer it.
-        """
-        cookies = request.COOKIES
-        if (
-            request.method != "POST"
-            or default_vendor() != "postgresql"
-            or ANNOTATOR_COOKIE not in cookies
-            or settings.SESSION_COOKIE_NAME in cookies
-            or "HTTP_AUTHORIZATION" in request.META
-            or request.content_type != "application/json"
-            or request.encoding is not None  # a charset named: REST framework's parser checks it
-            or int(request.META.get("CONTENT_LENGTH") or 0) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        ):
-            return None
-        owners = remembered_annotators(request)
-        if not owners or annotator_csrf_refusal(request) is not None:  # REST framework words the 403
-            return None
-        try:
-            data = vote_request_valid(json.loads(request.body.decode()))
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep: the parser says so
-            return None
-        if data is None:  # the serializer says what is wrong
-            return None
-        request.user = AnonymousUser()  # as REST framework leaves a request no authenticator knew
-        if not AnnotatorThrottle().decide(request, self):  # REST framework answers 429 with the wait
-            return None
-        try:
-            judgement = voting.vote_record_and_next_by_owner(
-                owners=owners,
-                assignment_id=data["assignment"],
-                choice=data["choice"],
-                client_response_ms=data.get("client_response_ms"),
-            )
-        except Exception as exc:  # as REST framework's handle_exception: the API's handler, else raised
-            response = exception_handler(exc, {"view": self, "request": request})
-            if response is None:
-                raise
-            return self.rendered(request, response)
-        if judgement is None:  # none of them holds it: REST framework's way finds out who does
-            return None
-        return self.rendered_body(*self.judgement_body(*judgement))
-
-    def rendered(self, request, response: Response) -> HttpResponse:
-        """``response`` rendered as ``finalize_response`` and REST framework's JSON renderer do it."""
-        answer = self.rendered_body(response.data, response.status_code)
-        for header, value in response.headers.items():
-            if header.lower() not in ("content-type", "allow"):
-                answer[header] = value
-        return answer
-
-    def rendered_body(self, data, status_code: int) -> HttpResponse:
-        """``data`` answered as ``rendered`` answers a REST framework response with no headers of its own:
-        without building that response first (a judgement's answer has none)."""
-        answer = HttpResponse(
-            self._renderer.render(data, None, {}), status=status_code, content_type=self._renderer.media_type
-        )
-        answer["Allow"] = _VOTE_ALLOW
-        return answer
-
     @staticmethod
     def judgement_body(annotator, vote, created, result) -> tuple[dict, int]:
         """The answer to a judgement: its body and status."""
@@ -702,11 +615,9 @@ class VoteView(AnnotatorEndpoint):
         },
     )
     def post(self, request):
-        data = vote_request_valid(request.data)
-        if data is None:
-            serializer = VoteRequestSerializer(data=request.data)
-            serializer.is_valid(raise_exception=True)
-            data = serializer.validated_data
+        serializer = VoteRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
         # The vote commits, then the next lease runs in a transaction of its own. A browser whose
         # cookie names the assignment's holder votes in one statement; anyone else is found first.
         judgement = voting.vote_record_and_next_by_owner(
@@ -734,8 +645,3 @@ class VoteView(AnnotatorEndpoint):
         if annotator is None:
             raise NotFound(f"assignment {assignment_id} is not one of yours")
         return annotator
-
-
-# The Allow header of VoteView's answers, as REST framework's ``finalize_response`` writes it: the view's
-# methods (``allowed_methods``), found once rather than on every judgement.
-_VOTE_ALLOW = ", ".join(method.upper() for method in VoteView.http_method_names if hasattr(VoteView, method))

@@ -28,8 +28,6 @@ SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id}, in sess
 ANNOTATOR_COOKIE = "yardstick_annotator"
 ANNOTATOR_COOKIE_MAX_AGE = 60 * 60 * 24 * 30  # a study runs for days or weeks; the link joins again after
 _SALT = "collection.identity.annotators"
-_REMEMBERED = "_yardstick_annotators"  # request attribute: the cookie's mapping, read once per request
-_CHANGED = "_yardstick_annotators_changed"  # request attribute: the cookie must be written
 # Cookies whose signature this process checked: a browser sends its cookie unchanged on every request.
 _VERIFIED_COOKIES = 4096
 
@@ -64,21 +62,39 @@ def _cookie_annotators(value: str) -> dict[str, int]:
     return dict(verified[1])
 
 
+class AnnotatorCookie:
+    """One request's annotators ({study id: annotator id}, read once from its cookie or session) and
+    whether the cookie must be written. ``AnnotatorCookieMiddleware`` puts one on Django's request as
+    ``annotator_cookie``; REST framework's request hands it on, so that what a view learns reaches the
+    middleware."""
+
+    __slots__ = ("remembered", "changed")
+
+    def __init__(self):
+        self.remembered: dict[str, int] | None = None  # None: not read yet
+        self.changed = False
+
+
+def _cookie_of(request) -> AnnotatorCookie:
+    cookie = getattr(request, "annotator_cookie", None)
+    if cookie is None:  # a request the middleware did not see (a view called directly): its own
+        cookie = request.annotator_cookie = AnnotatorCookie()
+    return cookie
+
+
 def _remembered(request) -> dict[str, int]:
     """The {study id: annotator id} of the request's cookie, or of its session before the cookie."""
-    request = getattr(request, "_request", request)  # REST framework's request wraps Django's
-    remembered = getattr(request, _REMEMBERED, None)
-    if remembered is not None:
-        return remembered
+    cookie = _cookie_of(request)
+    if cookie.remembered is not None:
+        return cookie.remembered
     remembered = {}
     value = request.COOKIES.get(ANNOTATOR_COOKIE)
     if value:
         remembered = _cookie_annotators(value)
-    setattr(request, _CHANGED, False)
     if not remembered and settings.SESSION_COOKIE_NAME in request.COOKIES:
         remembered = dict(request.session.get(SESSION_ANNOTATORS, {}))
-        setattr(request, _CHANGED, bool(remembered))  # moved into the cookie: the session is not read again
-    setattr(request, _REMEMBERED, remembered)
+        cookie.changed = bool(remembered)  # moved into the cookie: the session is not read again
+    cookie.remembered = remembered
     return remembered
 
 
@@ -145,7 +161,7 @@ def annotator_from_request(
         annotator = annotator_for(study=study, session_key=request.session.session_key)
     if annotator is not None and remembered.get(str(study.pk)) != annotator.pk:
         remembered[str(study.pk)] = annotator.pk
-        setattr(getattr(request, "_request", request), _CHANGED, True)
+        _cookie_of(request).changed = True
     if annotator is not None:
         annotator.study = study  # the caller's instance: one query less per request
     return annotator
@@ -206,13 +222,14 @@ class AnnotatorCookieMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        cookie = request.annotator_cookie = AnnotatorCookie()
         # The rate limits' key of this annotator (common/throttling.py), from a cookie that verifies.
         request.annotator_key = annotator_key(request) if ANNOTATOR_COOKIE in request.COOKIES else None
         response = self.get_response(request)
-        if getattr(request, _CHANGED, False):
+        if cookie.changed:
             response.set_cookie(
                 ANNOTATOR_COOKIE,
-                signing.dumps(getattr(request, _REMEMBERED), salt=_SALT, compress=True),
+                signing.dumps(cookie.remembered, salt=_SALT, compress=True),
                 max_age=ANNOTATOR_COOKIE_MAX_AGE,
                 secure=settings.SESSION_COOKIE_SECURE,
                 httponly=True,

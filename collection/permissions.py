@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from django.conf import settings
-from django.core.signals import setting_changed
-from django.dispatch import receiver
-from django.utils.functional import SimpleLazyObject, empty
 from drf_spectacular.authentication import SessionScheme
-from rest_framework.authentication import CSRFCheck, SessionAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
-from rest_framework.request import is_form_media_type
 
 from collection.identity import ANNOTATOR_COOKIE, annotator_from_request
 from collection.models import Annotator, Study
@@ -49,109 +42,27 @@ class HiddenPartResearchers(BasePermission):
 class AnnotatorSessionAuthentication(SessionAuthentication):
     """Session authentication that also checks CSRF for anonymous annotators.
 
-    DRF checks CSRF only for logged-in users, but an anonymous annotator is identified by a cookie too
-    (the signed annotator cookie, or the session), so another site could make their browser vote.
-    Every unsafe request that carries either cookie must bring the CSRF token, logged in or not.
+    REST framework checks CSRF only for logged-in users, but an anonymous annotator is identified by a
+    cookie too (the signed annotator cookie, or the session), so another site could make their browser
+    vote. Every unsafe request that carries either cookie must bring the CSRF token, logged in or not.
     """
 
     def authenticate(self, request):
-        cookies = request._request.COOKIES
-        has_session = settings.SESSION_COOKIE_NAME in cookies
-        if has_session or ANNOTATOR_COOKIE in cookies:
-            self.enforce_csrf(request)
-        user = getattr(request._request, "user", None)
-        if not has_session and isinstance(user, SimpleLazyObject) and user._wrapped is empty:
-            # Django's user of a request without a session cookie, not looked up yet: anonymous.
-            # Looking it up opens an empty session and finds the user model, on every annotator's
-            # request (their browsers carry the annotator cookie, not a session).
-            return None
-        if user is None or not user.is_active:
-            return None
-        return (user, None)
+        authenticated = super().authenticate(request)  # a logged-in user's CSRF is checked there
+        if authenticated is None:
+            cookies = request.COOKIES  # REST framework's request hands them on from Django's
+            if settings.SESSION_COOKIE_NAME in cookies or ANNOTATOR_COOKIE in cookies:
+                self.enforce_csrf(request)
+        return authenticated
 
     def enforce_csrf(self, request):
-        # The parent's check, with a message that says how to pass it. A request whose body is not a
-        # form has its token in the header only: Django's request is checked, past REST framework's
-        # proxy (which would also parse the body for a token that cannot be in it).
-        reason = annotator_csrf_refusal(request if has_form_body(request) else request._request)
-        if reason:
+        # REST framework's check, with a refusal that says how to pass it.
+        try:
+            super().enforce_csrf(request)
+        except PermissionDenied as refusal:
             raise PermissionDenied(
-                f"CSRF failed: {reason} Send the csrftoken cookie's value in the X-CSRFToken header."
-            )
-
-
-def has_form_body(request) -> bool:
-    """Whether the request's body is a form, where Django looks for a CSRF token first."""
-    return is_form_media_type(request.META.get("CONTENT_TYPE"))
-
-
-class RememberingCSRFCheck(CSRFCheck):
-    """REST framework's CSRF check, which remembers the pairs of CSRF cookie and header it found
-    matching (at most ``remembered`` of them, the least recently used forgotten first).
-
-    Matching a token to its cookie unmasks it one character at a time, in Python: most of the check's
-    50 µs, on each of an annotator's votes, whose browser sends the same pair
-    every time. Whether a token
-    matches a secret depends on the two strings alone, so a pair found matching matches again. Only
-    pairs from the header are remembered: a form's token (``csrfmiddlewaretoken``) goes first when
-    there is one, so a request with a form body is always checked whole, as is any request when the
-    secret is kept in the session (``CSRF_USE_SESSIONS``). Every other part of the check (the cookie's
-    presence, the origin and referer checks of HTTPS requests) runs on every request.
-    """
-
-    def __init__(self, get_response, remembered: int = 10_000):
-        super().__init__(get_response)
-        self._matched: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._remembered = remembered
-        self._lock = threading.Lock()
-
-    def _check_token(self, request):
-        pair = self._header_pair(request)
-        if pair is not None:
-            with self._lock:
-                if pair in self._matched:
-                    self._matched.move_to_end(pair)
-                    return
-        super()._check_token(request)  # raises RejectRequest when it does not match
-        if pair is not None:
-            with self._lock:
-                self._matched[pair] = None
-                while len(self._matched) > self._remembered:
-                    self._matched.popitem(last=False)
-
-    @staticmethod
-    def _header_pair(request) -> tuple[str, str] | None:
-        """(the CSRF cookie, the header's token) when the header's token is the one checked."""
-        if settings.CSRF_USE_SESSIONS or has_form_body(request):
-            return None
-        cookie = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
-        token = request.META.get(settings.CSRF_HEADER_NAME)
-        return (cookie, token) if cookie and token else None
-
-
-_csrf_checks: list[RememberingCSRFCheck] = []
-
-
-def _csrf_check() -> RememberingCSRFCheck:
-    """One CSRF check per process: it keeps only what it read of the settings (trusted origins) and
-    the pairs it found matching (REST framework makes one per request). A change of a ``CSRF_*``
-    setting makes a new one."""
-    if not _csrf_checks:
-        _csrf_checks.append(RememberingCSRFCheck(lambda _request: None))
-    return _csrf_checks[0]
-
-
-@receiver(setting_changed)
-def _forget_csrf_check(*, setting, **kwargs) -> None:
-    if setting.startswith("CSRF_"):
-        _csrf_checks.clear()
-
-
-def annotator_csrf_refusal(request) -> str | None:
-    """Why the CSRF check refuses the request (Django's reason), or None when it passes."""
-    check = _csrf_check()
-    check.process_request(request)  # reads the CSRF cookie for process_view
-    return check.process_view(request, None, (), {})
+                f"{refusal.detail} Send the csrftoken cookie's value in the X-CSRFToken header."
+            ) from None
 
 
 class AnnotatorSessionScheme(SessionScheme):

@@ -406,35 +406,6 @@ class VoteRequestSerializer(StrictJSONTypes, serializers.Serializer):
     )
 
 
-_CHOICE_VALUES = frozenset(Vote.Choice.values)
-
-
-def vote_request_valid(data) -> dict | None:
-    """The validated data of a well-formed vote request, as ``VoteRequestSerializer`` gives it, or None
-    when the serializer must look at it (and say what is wrong).
-
-    Every judgement sends one, so the common case skips building the serializer's fields (a deep copy
-    per request); anything unusual (a missing field, a wrong type, a bound crossed) goes to the
-    serializer, whose answers stay the only error messages. A test checks the two agree.
-    """
-    if type(data) is not dict:
-        return None
-    assignment, choice = data.get("assignment"), data.get("choice")
-    response_ms = data.get("client_response_ms")
-    if (
-        type(assignment) is not int
-        or not 1 <= assignment <= MAX_DATABASE_ID
-        or type(choice) is not str
-        or choice not in _CHOICE_VALUES
-        or (response_ms is not None and (type(response_ms) is not int or response_ms < 0))
-    ):
-        return None
-    valid = {"assignment": assignment, "choice": choice}
-    if "client_response_ms" in data:
-        valid["client_response_ms"] = response_ms
-    return valid
-
-
 NEXT_REASONS = [
     (NextReason.OK, "a comparison is in next"),
     (NextReason.NOT_STARTED, "the study has not started"),

@@ -36,7 +36,9 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)  # SQLite file, beat schedule, admin
 _DEV_SECRET_KEY = "yardstick-development-key-not-for-production"
 SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (see docs/operators.md, Configuration).")
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DEBUG is off (see docs/operators.md, Configuration)."
+    )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -276,7 +278,7 @@ REST_FRAMEWORK = {
     # The token first: missing or invalid credentials are then 401 with "WWW-Authenticate: Token" (REST
     # framework asks its first authenticator for the scheme; a session has none, which made them 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "common.authentication.HeaderTokenAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -299,12 +301,6 @@ REST_FRAMEWORK = {
     # outermost of them appended to X-Forwarded-For; with none, X-Forwarded-For is ignored.
     "NUM_PROXIES": NUM_PROXIES,
 }
-# The annotator limits on Redis: each process decides on its own count and what Redis last told it, and
-# sends its new requests and reads the others' at most this often (common.throttling, _SharedWindows).
-# 0 sends each request to Redis as it is decided, and reads the others' back with it.
-RATE_LIMIT_SHARE_SECONDS = env.float("RATE_LIMIT_SHARE_SECONDS", default=0.05)
-if not 0 <= RATE_LIMIT_SHARE_SECONDS <= 10:
-    raise ImproperlyConfigured("RATE_LIMIT_SHARE_SECONDS must be between 0 and 10 seconds.")
 
 # --- failed logins (django-axes) ---------------------------------------------------------------
 # The admin's login, the model owners' page and POST /api/auth/token/ share one count of failures per

@@ -11,7 +11,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ValidationError
@@ -25,7 +25,6 @@ from rest_framework.views import APIView
 
 from collection.models import Study
 from common.api import error_response, get_or_404
-from common.authentication import HeaderTokenAuthentication
 from common.csvexport import csv_text
 from common.errors import ServiceError, StudyStateError
 from common.parsers import JSONParser
@@ -69,7 +68,7 @@ LOGIN_HINT = (
 class MetricsErrors:
     """A request without credentials is 401 and says how to log in (the body is ``common.api``'s)."""
 
-    authentication_classes = [HeaderTokenAuthentication, SessionAuthentication]  # 401 with WWW-Authenticate
+    authentication_classes = [TokenAuthentication, SessionAuthentication]  # 401 with WWW-Authenticate
 
     def permission_denied(self, request, message=None, code=None):
         if request.authenticators and not request.successful_authenticator:

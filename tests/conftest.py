@@ -49,7 +49,6 @@ def empty_cache():
 
     throttling._cache_down_until = 0.0  # a cache failure of an earlier test turns no limit off here
     cache.clear()
-    throttling.reset_shared_windows()  # and the annotator limits' windows this process keeps
     yield
 
 

@@ -108,6 +108,18 @@ def test_the_voting_page_over_its_limit_says_to_slow_down_and_continues_by_itsel
     assert pages[2]["Retry-After"].isdigit()
 
 
+def test_the_voting_page_and_the_api_share_one_count(rates):
+    rates(next_participant="3/min", next_address=None)
+    study = make_study()
+    client, _ = session_annotator(study)
+
+    answers = [next_of(client, study).status_code, client.get(f"/s/{study.slug}/vote/").status_code]
+    answers += [next_of(client, study).status_code, client.get(f"/s/{study.slug}/vote/").status_code]
+    answers.append(next_of(client, study).status_code)
+
+    assert answers == [200, 200, 200, 429, 429]
+
+
 def test_limits_set_to_off_never_refuse(rates):
     rates(vote_participant=None, vote_address=None)
     study = make_study()

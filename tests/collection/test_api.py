@@ -449,7 +449,7 @@ def test_a_session_annotators_vote_without_the_csrf_token_is_refused():
 
     assert refused.status_code == 403
     assert refused.json() == {
-        "detail": "CSRF failed: CSRF token missing. Send the csrftoken cookie's value in the X-CSRFToken header."
+        "detail": "CSRF Failed: CSRF token missing. Send the csrftoken cookie's value in the X-CSRFToken header."
     }
     assert accepted.status_code == 201
     assert Vote.objects.count() == 1

@@ -97,6 +97,14 @@ def test_the_schema_documents_the_204_of_next_with_its_reason_header_and_both_up
     }
 
 
+def test_the_schema_names_one_token_scheme_and_the_annotators_session(tmp_path):
+    schema = generated_schema(tmp_path)
+
+    assert set(schema["components"]["securitySchemes"]) == {"tokenAuth", "cookieAuth", "annotatorSession"}
+    vote = schema["paths"]["/api/votes/"]["post"]["security"]
+    assert vote == [{"tokenAuth": []}, {"annotatorSession": []}, {}]  # {}: anyone, as a study link lets in
+
+
 def test_the_schema_is_served_at_api_schema():
     response = Client().get("/api/schema/", {"format": "json"})
 
