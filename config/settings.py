@@ -140,12 +140,13 @@ if REDIS_URL:
     # short timeouts and no retries, and the callers let the request through (common/throttling.py).
     CACHES = {
         "default": {
-            "BACKEND": "common.cache.RedisCache",  # Django's, reusing its Redis clients (common/cache.py)
+            # django-redis keeps one client per process (Django's own backend makes one per operation).
+            "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {
-                "socket_connect_timeout": 0.5,
-                "socket_timeout": 0.5,
-                "retry": Retry(NoBackoff(), 0),
+                "SOCKET_CONNECT_TIMEOUT": 0.5,
+                "SOCKET_TIMEOUT": 0.5,
+                "CONNECTION_POOL_KWARGS": {"retry": Retry(NoBackoff(), 0)},
             },
         }
     }

@@ -134,9 +134,9 @@ def test_rate_limits_let_requests_through_when_the_cache_does_not_answer(rates, 
     rates(vote_participant="1/min")
     settings.CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "django_redis.cache.RedisCache",  # as deployed (config/settings.py)
             "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
-            "OPTIONS": {"socket_connect_timeout": 0.2},
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.2},
         }
     }
     study = make_study()
@@ -251,9 +251,9 @@ def test_after_the_cache_hangs_once_the_limits_stop_asking_it_for_a_while(rates,
     rates(vote_participant="1/min")
     settings.CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "django_redis.cache.RedisCache",  # as deployed (config/settings.py)
             "LOCATION": f"redis://127.0.0.1:{listener.getsockname()[1]}/0",  # accepts, never answers
-            "OPTIONS": {"socket_connect_timeout": 0.3, "socket_timeout": 0.3},
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.3, "SOCKET_TIMEOUT": 0.3},
         }
     }
     study = make_study()

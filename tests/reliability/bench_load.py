@@ -1171,6 +1171,11 @@ def parser() -> argparse.ArgumentParser:
         "--no-nginx", action="store_true", help="clients reach gunicorn directly, not through nginx"
     )
     main.add_argument(
+        "--throttle-rate",
+        default="1000000/s",
+        help='every THROTTLE_* rate; "off" for none (the N of the guard)',
+    )
+    main.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="for web, worker, beat"
     )
     main.add_argument(
@@ -1218,6 +1223,7 @@ def main(argv: list[str] | None = None) -> int:
         redis_port=args.redis_port,
         web_port=args.web_port,
         nginx=not args.no_nginx,
+        throttle_rate=args.throttle_rate,
         web_workers=web_workers,
         environment=environment,
         keep=args.keep,
@@ -1236,6 +1242,7 @@ def main(argv: list[str] | None = None) -> int:
         "web_workers": web_workers,
         "gunicorn_args": gunicorn_args,
         "nginx": not args.no_nginx,
+        "throttle_rate": args.throttle_rate,
         "environment": {k: v for k, v in environment.items() if k != "GUNICORN_CMD_ARGS"},
         "postgres_settings": config.postgres_settings,
     }
