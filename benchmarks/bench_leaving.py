@@ -59,17 +59,12 @@ def run_once(*, seed: int, annotators: int, leave_share: float, release: bool, n
     import numpy as np
     from django.utils import timezone
 
+    from collection.identity import annotator_consent, annotator_for
+    from collection.leaving import assignment_release
     from collection.lifecycle import study_start
     from collection.models import Ballot, Study
     from collection.pools import items_generate, tokens_import
-    from collection.voting import (
-        NextReason,
-        annotator_consent,
-        annotator_for,
-        assignment_release,
-        comparison_next_for,
-        vote_record_and_next,
-    )
+    from collection.voting import NextReason, comparison_next_for, vote_record_and_next
 
     rng = np.random.default_rng(seed)
     study = Study.objects.create(

@@ -26,7 +26,6 @@ from datetime import datetime
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from collection.lease_start import lease_start_forget
 from collection.models import (
     Annotator,
     AnnotatorVotes,
@@ -165,7 +164,6 @@ def _exclude(*, annotator: Annotator, reason: str, user, username: str, rule: st
         Comparison.objects.filter(
             pk__in=[comparison for _, comparison in leased], status=Comparison.Status.LEASED
         ).update(status=Comparison.Status.OPEN, lease_expires_at=None)
-        transaction.on_commit(lease_start_forget)  # open again: this process's leases scan from the start
         Assignment.objects.filter(pk__in=[pk for pk, _ in leased]).update(status=Assignment.Status.CANCELLED)
 
     set_aside = 0
@@ -204,7 +202,6 @@ def _votes_set_aside(*, exclusion: Exclusion, ballot: Ballot, annotator_id: int)
     Comparison.objects.filter(pk__in=votes.values("comparison_id")).update(
         status=Comparison.Status.OPEN, lease_expires_at=None
     )
-    transaction.on_commit(lease_start_forget)
     deleted, _ = votes.delete()
     if deleted != count:  # the annotator's row is locked and their lease cancelled: nothing can vote now
         raise ServiceError(f"set aside {count} votes but deleted {deleted}; nothing was changed", status=409)

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import time
+from datetime import datetime
 from functools import lru_cache
 
 from django.conf import settings
 from django.core import signing
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from collection.models import Annotator, Study
 from collection.study_cache import study_at_version
-from collection.voting import annotator_for
-from common.instances import loaded
-from common.prepared import PreparedStatement
+from common.errors import ServiceError
 
 SESSION_ANNOTATORS = "yardstick.annotators"  # {study id: annotator id}, in sessions made before the cookie
 ANNOTATOR_COOKIE = "yardstick_annotator"
@@ -175,10 +175,6 @@ JOIN collection_study s ON s.id = b.study_id
 JOIN collection_annotator an ON an.id = a.annotator_id
 WHERE a.id = %(assignment)s
 """
-# Every vote runs it: on PostgreSQL planned once per connection (common/prepared.py).
-ASSIGNMENT_OWNER_STATEMENT = PreparedStatement(
-    "yardstick_assignment_owner", _ASSIGNMENT_OWNER_SQL, {"assignment": "bigint"}
-)
 
 
 def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
@@ -192,10 +188,7 @@ def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
     otherwise (a login or a session from before the cookie) ``annotator_from_request`` decides.
     """
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            ASSIGNMENT_OWNER_STATEMENT.execute(cursor, {"assignment": assignment_id})
-        else:
-            cursor.execute(_ASSIGNMENT_OWNER_SQL, {"assignment": assignment_id})
+        cursor.execute(_ASSIGNMENT_OWNER_SQL, {"assignment": assignment_id})
         row = cursor.fetchone()
     if row is None:
         return None
@@ -206,8 +199,8 @@ def annotator_of_assignment(request, assignment_id: int) -> Annotator | None:
     if study is None:
         return None
     if _remembered(request).get(str(study_id)) == owner_id:
-        annotator = loaded(
-            Annotator, connection.alias, {"id": owner_id, "study_id": study_id, "excluded_at": excluded_at}
+        annotator = Annotator.from_db(
+            connection.alias, ["id", "study_id", "excluded_at"], [owner_id, study_id, excluded_at]
         )
         annotator.study = study
         return annotator
@@ -236,3 +229,30 @@ class AnnotatorCookieMiddleware:
                 samesite="Lax",
             )
         return response
+
+
+def annotator_for(
+    *, study: Study, participant_id: str | None = None, session_key: str | None = None, user=None
+) -> Annotator:
+    """The annotator for a crowd participant id, else a logged-in user, else a browser session."""
+    if participant_id:
+        lookup = {"participant_id": participant_id[:128]}
+    elif user is not None and user.is_authenticated:
+        lookup = {"user": user}
+    elif session_key:
+        lookup = {"session_key": session_key}
+    else:
+        raise ServiceError("an annotator needs a participant id, a login or a browser session", status=403)
+    try:
+        with transaction.atomic():
+            annotator, _ = Annotator.objects.get_or_create(study=study, **lookup)
+    except IntegrityError:  # two first requests of the same annotator at once
+        annotator = Annotator.objects.get(study=study, **lookup)
+    return annotator
+
+
+def annotator_consent(*, annotator: Annotator, now: datetime | None = None) -> Annotator:
+    if annotator.consented_at is None:
+        annotator.consented_at = now or timezone.now()
+        annotator.save(update_fields=["consented_at"])
+    return annotator

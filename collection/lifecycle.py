@@ -31,7 +31,6 @@ from django.utils import timezone
 
 from collection import arrays
 from collection.jobs import study_jobs_restart
-from collection.lease_start import lease_start_forget
 from collection.models import (
     Assignment,
     Ballot,
@@ -505,11 +504,9 @@ def leases_expire(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     with transaction.atomic():
         expired = Assignment.objects.filter(status=Assignment.Status.ACTIVE, expires_at__lte=now)
-        returned = Comparison.objects.filter(
-            status=Comparison.Status.LEASED, lease_expires_at__lte=now
-        ).update(status=Comparison.Status.OPEN, lease_expires_at=None)
-        if returned:  # open again, maybe before where this process's leases start their scan
-            transaction.on_commit(lease_start_forget)
+        Comparison.objects.filter(status=Comparison.Status.LEASED, lease_expires_at__lte=now).update(
+            status=Comparison.Status.OPEN, lease_expires_at=None
+        )
         return expired.update(status=Assignment.Status.EXPIRED)
 
 

@@ -629,12 +629,9 @@ class Item(models.Model):
 
 
 # The parts of a ballot's count of votes (``BallotCounter``). A vote adds one to the part of its
-# database connection (its server process id modulo this): votes that run at once add to different
-# rows, so none waits for another's commit, as they all did on one counter row.
-# Many parts, so that two connections rarely share one. With 16, some two of 8 connections with
-# random process ids share a part 88% of the time; the votes of two such connections wait for each
-# other's commits (0.47 ms per vote, in one load run of the deployed stack).
-# A ballot has a row only for the parts its connections used, so the sum reads a few tens of rows.
+# thread (``collection.voting``): votes that run at once add to different rows, so none waits for
+# another's commit, as they would on one counter row. A ballot has a row only for the parts its
+# threads used, so the sum reads a few tens of rows.
 BALLOT_COUNTER_PARTS = 4096
 
 
@@ -728,10 +725,10 @@ class SweepRun(models.Model):
 class BallotCounter(models.Model):
     """One part of a ballot's count of votes recorded; the count is the sum of its parts.
 
-    The vote's statement adds one to the part of its database connection (``BALLOT_COUNTER_PARTS``
-    of them), creating it at its first vote; an exclusion takes the votes it sets aside off part 0,
+    A vote adds one to the part of its thread (``BALLOT_COUNTER_PARTS`` of them), creating it at its
+    first vote; an exclusion takes the votes it sets aside off part 0,
     which may then be negative: only the sum has a meaning. The vote that brings the sum to the
-    ballot's ``comparison_count``, as its own statement or its next lease reads it, asks for the close
+    ballot's ``comparison_count``, as it reads the committed parts, asks for the close
     (``collection.voting``).
     """
 
@@ -751,7 +748,7 @@ class BallotCounter(models.Model):
     def add(cls, *, ballot_id: int, votes: int, part: int = 0) -> tuple[int, int]:
         """Add ``votes`` (negative to take off) to one part of the ballot's count, in one statement on
         either database; returns the ballot's (votes recorded, comparison count) as this transaction
-        sees them. The vote's own statement on PostgreSQL adds its one in place (``collection.voting``)."""
+        sees them."""
         with connection.cursor() as cursor:
             cursor.execute(
                 "INSERT INTO collection_ballotcounter (ballot_id, part, votes) VALUES (%(ballot)s, %(part)s, %(votes)s)"
@@ -792,13 +789,14 @@ class AnnotatorVotes(models.Model):
         )
 
     @classmethod
-    def add(cls, *, annotator_id: int, ballot_id: int, votes: int) -> None:
+    def add(cls, *, annotator_id: int, ballot_id: int, votes: int) -> tuple[int, int]:
         """Add ``votes`` (negative to take off) to the annotator's count, in ``ballot_id``: one
-        statement on either database. The vote's own statement on PostgreSQL adds its one in place."""
+        statement on either database; returns their (votes in all, votes in ``ballot_id``)."""
         with connection.cursor() as cursor:
             cursor.execute(
                 ANNOTATOR_VOTES_ADD_SQL, {"annotator": annotator_id, "ballot": ballot_id, "votes": votes}
             )
+            return cursor.fetchone()
 
 
 # A vote in the ballot the count is in adds to in_ballot; a vote in the next ballot starts it again.
@@ -811,6 +809,7 @@ ON CONFLICT (annotator_id) DO UPDATE SET
                      THEN collection_annotatorvotes.in_ballot + excluded.in_ballot
                      ELSE excluded.in_ballot END,
     ballot_id = excluded.ballot_id
+RETURNING total, in_ballot
 """
 
 

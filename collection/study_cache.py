@@ -7,8 +7,7 @@ a new ``settings_version`` each time. The vote's own query reads that one column
 else reads the row once and keeps it. A copy is never returned older than the version the caller read
 in its own transaction, so a change is seen by the next request that reads the new version, in every
 process. Each call returns a fresh instance built from the kept values (``Model.from_db``, no query),
-so a caller that changes its instance changes nobody else's (``common.instances.loaded``: without
-``Model.__init__``'s work per field).
+so a caller that changes its instance changes nobody else's.
 
 The copies are bounded (``MAX_STUDIES``, least recently used first out) and guarded by a lock for
 gunicorn's threads.
@@ -23,7 +22,6 @@ from collections import OrderedDict
 from django.db import DEFAULT_DB_ALIAS, connection
 
 from collection.models import Study
-from common.instances import loaded
 
 MAX_STUDIES = 256
 
@@ -33,7 +31,7 @@ _FIELDS = [field.attname for field in Study._meta.concrete_fields]
 
 
 def _instance(values: dict) -> Study:
-    return loaded(Study, DEFAULT_DB_ALIAS, values)
+    return Study.from_db(DEFAULT_DB_ALIAS, _FIELDS, [values[name] for name in _FIELDS])
 
 
 def study_at_version(study_id: int, version: uuid.UUID | str) -> Study | None:
@@ -67,7 +65,7 @@ def latest_study(study_id: int) -> Study | None:
     if this process has not read it (or has dropped it since).
 
     For a caller that needs a study's settings before the statement that reads its version, and then
-    checks that version (``collection.voting._judgement_in_one_transaction``).
+    checks that version.
     """
     with _lock:
         kept = _rows.get(study_id)

@@ -27,19 +27,12 @@ from collection.crowd import (
     study_expectations,
 )
 from collection.forms import VoteForm
-from collection.identity import annotator_from_request
+from collection.identity import annotator_consent, annotator_from_request
+from collection.leaving import annotator_finish, assignment_release, finish_remaining
 from collection.models import Study
 from collection.selectors import annotator_progress
 from collection.signing import SIGNATURE_PARAMETER, signature_valid
-from collection.voting import (
-    NextReason,
-    annotator_consent,
-    annotator_finish,
-    assignment_release,
-    comparison_next_for,
-    finish_remaining,
-    vote_record_and_next,
-)
+from collection.voting import NextReason, comparison_next_for, vote_record_and_next
 from common.errors import ServiceError
 from common.throttling import AddressThrottle, page_wait_seconds
 

@@ -130,6 +130,11 @@ elif env.bool("DATABASE_POOL", default=False):
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3" and env.bool("DATABASE_PREPARE", default=True):
+    # psycopg binds the values on the server and prepares a statement it has run 5 times on a
+    # connection: PostgreSQL plans the vote's and the lease's statements once per connection, which
+    # halves its CPU per judgement. A pooler in transaction mode (PgBouncer) cannot hold them.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

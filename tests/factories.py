@@ -10,10 +10,11 @@ import numpy as np
 from django.db import connection
 from django.test import TestCase
 
+from collection.identity import annotator_consent, annotator_for
 from collection.lifecycle import study_start
 from collection.models import Assignment, Study
 from collection.pools import items_generate, tokens_import
-from collection.voting import annotator_consent, annotator_for, comparison_next_for, vote_record
+from collection.voting import comparison_next_for, vote_record
 
 _counter = itertools.count(1)
 

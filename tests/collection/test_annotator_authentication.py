@@ -12,9 +12,9 @@ from django.utils.functional import SimpleLazyObject
 from rest_framework.authtoken.models import Token as ApiToken
 from rest_framework.request import Request
 
+from collection.identity import annotator_consent, annotator_for
 from collection.models import Vote
 from collection.permissions import AnnotatorSessionAuthentication
-from collection.voting import annotator_consent, annotator_for
 from tests.collection.test_api import next_of, session_annotator, vote
 from tests.factories import make_study
 

@@ -8,11 +8,11 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token as ApiToken
 
-from collection.identity import SESSION_ANNOTATORS
+from collection.identity import SESSION_ANNOTATORS, annotator_consent, annotator_for
 from collection.models import Annotator, Assignment, Ballot, Study, Vote
 from collection.pools import MAX_UPLOAD_BYTES
 from collection.studies import study_plan
-from collection.voting import annotator_consent, annotator_for, comparison_next_for, vote_record
+from collection.voting import comparison_next_for, vote_record
 from scoring.plan import ballot_sizes
 from tests.factories import annotators, committed_callbacks, make_study, tokens_csv, vote_until
 

@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from collection import limits
 from collection.crowd import OUTCOMES, Outcome, median_of_medians, participant_code, study_expectations
 from collection.exclusion import annotator_exclude
+from collection.identity import annotator_consent, annotator_for
 from collection.models import Annotator, Comparison, Study, Vote
 from collection.signing import participant_link
 from collection.studies import study_duplicate
-from collection.voting import NextReason, annotator_consent, annotator_for
+from collection.voting import NextReason
 from tests.collection.test_close_wait import _fully_voted_but_open
 from tests.collection.test_views import entry_url, join, page, vote_url
 from tests.factories import annotators, make_study, vote_until

@@ -1,11 +1,12 @@
-"""SQL statements per judgement: the lease and the vote stay a few statements each (issue 9).
+"""SQL statements per judgement: the lease and the vote stay a few statements each, the same on
+PostgreSQL and SQLite (one code path).
 
-The bounds are what the code does today (``benchmarks/count_vote_statements.py`` prints them): on
-PostgreSQL the lease is one statement in autocommit, and the vote one statement that also finds the
-cookie's annotator; on SQLite (the embedded default) the lease is BEGIN, where the annotator stands, the first
-available comparison, its update, the assignment's insert and COMMIT (one more to end an expired
-lease it takes over), and the vote BEGIN, four conditional writes and COMMIT. On SQLite a request adds
-the identity's read (the assignment's owner).
+A lease is BEGIN, where the annotator stands, the comparison taken, the lapsed lease it replaces
+ended, the assignment, COMMIT (a test's transaction turns BEGIN and COMMIT into SAVEPOINT and RELEASE);
+the first lease of a study in a process reads its items' tokens once. A vote is BEGIN, the assignment
+taken, the comparison taken, the vote, the ballot's counter, the annotator's counts, COMMIT. A judgement
+is both in one transaction, without the lease's read of where the annotator stands (the vote's
+statements said it); a request adds the reads of who is asking.
 """
 
 import re
@@ -24,32 +25,13 @@ from tests.factories import annotators, make_study
 pytestmark = pytest.mark.django_db
 
 BOUNDS = {
-    # Before issue 9: 8 statements per lease, 7 per vote; 14 per GET next and 10 per POST vote, and
-    # both requests for every judgement (24 statements). On SQLite, before the raw statements of the
-    # lease and the vote: 9 per lease, 7 per vote, 12 per GET next, 19 per POST vote. On PostgreSQL a
-    # lease in a test is its statement within a savepoint (SAVEPOINT, EXECUTE, RELEASE); in a request
-    # it is the statement alone, and a browser's judgement is two prepared statements, the vote (which
-    # finds the cookie's annotator itself) and the lease, sent together in one query (in a test, within
-    # a savepoint: 3), plus the study's row once per process (its first judgement sends them apart: 5).
-    # A GET next reads the cookie's annotator with its study in one query (two before 2026-11-24).
-    # A vote adds one to the annotator's count (AnnotatorVotes), which the lease reads instead of their
-    # votes: within the vote's statement on PostgreSQL, one more statement on SQLite (since 2026-11-24).
-    "sqlite": {
-        "lease": 6,
-        "expired lease": 7,
-        "vote": 7,
-        "GET next": 7,
-        "POST vote": 15,
-        "later POST vote": 15,
-    },
-    "postgresql": {
-        "lease": 3,
-        "expired lease": 3,
-        "vote": 1,
-        "GET next": 4,
-        "POST vote": 5,
-        "later POST vote": 3,
-    },
+    "lease": 6,
+    "first lease": 7,  # the study's tokens, once per process
+    "expired lease": 6,
+    "vote": 7,
+    "GET next": 8,
+    "POST vote": 11,  # the study's row, once per process
+    "later POST vote": 10,
 }
 
 
@@ -65,12 +47,12 @@ def join(client: Client, study, participant: str) -> None:
 
 
 def test_a_judgement_through_the_api_is_one_request_of_a_few_statements():
-    bounds = BOUNDS[connection.vendor]
+    bounds = BOUNDS
     study = make_study(tokens=8, votes_per_annotator_per_ballot=None)  # 28 items, 56 comparisons
     client = Client()
     join(client, study, "counted")
     response, first_count = statements(lambda: client.get(f"/api/studies/{study.slug}/next/"))
-    assert response.status_code == 200 and first_count <= bounds["GET next"]
+    assert response.status_code == 200 and first_count <= bounds["GET next"], first_count
     current = response.json()
     for number in range(1, 9):
         body = {"assignment": current["assignment"], "choice": ("left", "right")[number % 2]}
@@ -86,18 +68,18 @@ def test_a_judgement_through_the_api_is_one_request_of_a_few_statements():
 
 
 def test_the_lease_and_the_vote_services_stay_within_their_statements():
-    bounds = BOUNDS[connection.vendor]
+    bounds = BOUNDS
     study = make_study(tokens=8, votes_per_annotator_per_ballot=5)
     alice, bob = annotators(study, 2)
-    for _ in range(5):
+    for number in range(5):
         result, lease = statements(lambda: comparison_next_for(annotator=alice))
-        assert result.assignment is not None and lease <= bounds["lease"]
+        assert result.assignment is not None and lease <= bounds["first lease" if number == 0 else "lease"], lease
         (vote, created), cast = statements(
             lambda result=result: vote_record(
                 annotator=alice, assignment_id=result.assignment.pk, choice="left"
             )
         )
-        assert created and vote.assignment_id == result.assignment.pk and cast <= bounds["vote"]
+        assert created and vote.assignment_id == result.assignment.pk and cast <= bounds["vote"], cast
     # The cap reached: the answer that says so costs no more than a lease.
     result, lease = statements(lambda: comparison_next_for(annotator=alice))
     assert (result.assignment, result.reason, lease <= bounds["lease"]) == (None, "quota", True)
@@ -106,32 +88,36 @@ def test_the_lease_and_the_vote_services_stay_within_their_statements():
     later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
     carol = annotators(study, 1, prefix="c")[0]
     result, lease = statements(lambda: comparison_next_for(annotator=carol, now=later))
-    assert result.assignment.comparison_id == held.comparison_id and lease <= bounds["expired lease"]
+    assert result.assignment.comparison_id == held.comparison_id and lease <= bounds["expired lease"], lease
     assert Assignment.objects.get(pk=held.pk).status == "expired"
     assert Comparison.objects.get(pk=held.comparison_id).status == "leased"
 
 
-@pytest.mark.integration
-def test_on_postgresql_a_lease_is_one_statement_and_a_vote_one_statement(postgres_required):
-    assert connection.vendor == "postgresql"
+def test_the_lease_and_the_vote_are_the_same_statements_on_every_database():
     study = make_study(tokens=8, votes_per_annotator_per_ballot=None)
-    (alice,) = annotators(study, 1)
+    first, alice = annotators(study, 2)
+    comparison_next_for(annotator=first)  # the study's tokens, read once per process
     with CaptureQueriesContext(connection) as queries:
         result = comparison_next_for(annotator=alice)
-    sql = [query["sql"].split()[0] for query in queries]
-    # Inside the test's transaction the lease runs in a savepoint (in a request, in autocommit: no
-    # BEGIN, no COMMIT). Its call of yardstick_lease_v2 runs prepared (common/prepared.py).
-    assert [word for word in sql if word not in ("SAVEPOINT", "RELEASE")] == ["EXECUTE"]
-    assert queries[-1]["sql"].startswith("EXECUTE yardstick_lease(") or any(
-        query["sql"].startswith("EXECUTE yardstick_lease(") for query in queries
-    )
+    # Inside the test's transaction, BEGIN and COMMIT are a savepoint and its release.
+    assert [query["sql"].split()[0] for query in queries] == [
+        "SAVEPOINT", "SELECT", "UPDATE", "UPDATE", "INSERT", "RELEASE",
+    ]  # fmt: skip
     assert result.sides["left"]["tokens"] == [
         result.assignment.comparison.left_item.token_a.text,
         result.assignment.comparison.left_item.token_b.text,
     ]
     with CaptureQueriesContext(connection) as queries:
         vote, created = vote_record(annotator=alice, assignment_id=result.assignment.pk, choice="right")
-    assert [query["sql"].split("(")[0] for query in queries] == ["EXECUTE yardstick_vote"]
+    assert [" ".join(query["sql"].split()[:2]) for query in queries] == [
+        f"SAVEPOINT {queries[0]['sql'].split()[1]}",
+        "UPDATE collection_assignment",
+        "UPDATE collection_comparison",
+        "INSERT INTO",
+        "INSERT INTO",
+        "INSERT INTO",
+        "RELEASE SAVEPOINT",
+    ]
     assert created and Vote.objects.get(pk=vote.pk).choice == "right"
     study.ballots.get(number=1).refresh_from_db()
     assert study.ballots.get(number=1).votes_recorded == 1
@@ -194,8 +180,7 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
     # Statistics from the ballot's opening say every comparison is open: the lease must still take the
     # partial index of open comparisons, not the (ballot, position) one filtered on status, which reads
     # past every comparison already voted; and the lapsed leases' one for those. Eight annotators lease in
-    # turn, so that the function's statements run past the five custom plans PostgreSQL makes before it
-    # may keep a generic one. At the demo's size (990 items, 9,900 comparisons in the first ballot), where
+    # turn. At the demo's size (990 items, 9,900 comparisons in the first ballot), where
     # the choice matters: on a table of a few pages a sequential scan is as good.
     study = make_study(tokens=45, appearances=20, votes_per_annotator_per_ballot=None)
     crowd = annotators(study, 8)
@@ -208,13 +193,10 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
         for annotator in crowd:
             assert comparison_next_for(annotator=annotator).assignment is not None
 
-    plans = _plans_of_nested_statements(lease_each)
-    open_scans = [plan for plan in plans if "status)::text = 'open'::text" in plan and "FOR UPDATE" in plan]
-    lapsed_scans = [plan for plan in plans if "lease_expires_at < p_now" in plan and "FOR UPDATE" in plan]
-    assert len(open_scans) == len(lapsed_scans) == len(crowd)
-    for plan in open_scans:
-        assert "using comparison_open on collection_comparison" in plan
-    for plan in lapsed_scans:
+    plans = [plan for plan in _plans_of_nested_statements(lease_each) if "SET status = 'leased'" in plan]
+    assert len(plans) == len(crowd)
+    for plan in plans:
+        assert "using comparison_open on collection_comparison" in plan, plan
         assert "using comparison_lapsing on collection_comparison" in plan, plan
     assert not any("comparison_position_unique" in plan for plan in plans)
 
@@ -224,11 +206,10 @@ def test_on_postgresql_the_lease_reads_the_open_comparisons_index_whatever_the_s
 def test_on_postgresql_a_lease_looks_for_a_lapsed_lease_in_one_probe_however_many_a_crowd_holds(
     postgres_required, plans
 ):
-    # A crowd holds 300 leases, none lapsed. Before migration 0027 the look-up of a lapsed lease read
-    # every leased comparison in position order and checked its expiry (193 buffers per lease with 2,000
-    # held, BENCHMARKS.md, 2026-11-25, 16:25); by expiry the lapsed ones are the start of the ballot's
-    # range, and with none lapsed the index's first entry says so. In the plans made from each call's
-    # values and in the generic one alike; then a lease that lapsed is still found by the same probe.
+    # A crowd holds 300 leases, none lapsed. By expiry the lapsed ones are the start of the ballot's
+    # range in comparison_lapsing, and with none lapsed the index's first entry says so: a probe, not a
+    # read of every lease held. In the plans made from each call's values and in a generic one alike;
+    # then a lease that lapsed is still found by the same probe.
     study = make_study(tokens=45, appearances=20, votes_per_annotator_per_ballot=None)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE collection_comparison")  # the ballot's opening: nothing leased
@@ -248,12 +229,16 @@ def test_on_postgresql_a_lease_looks_for_a_lapsed_lease_in_one_probe_however_man
             with connection.cursor() as cursor:
                 cursor.execute("RESET plan_cache_mode")
 
-    plans_run = _plans_of_nested_statements(lease_each, buffers=True)
-    lapsed_scans = [plan for plan in plans_run if "lease_expires_at < p_now" in plan and "FOR UPDATE" in plan]
-    assert len(lapsed_scans) == len(newcomers)
-    for plan in lapsed_scans:
-        assert "using comparison_lapsing on collection_comparison" in plan, plan
-        read = [int(hits) for hits in re.findall(r"Buffers: shared hit=(\d+)", plan)]
+    plans_run = [
+        plan for plan in _plans_of_nested_statements(lease_each, buffers=True) if "SET status = 'leased'" in plan
+    ]
+    assert len(plans_run) == len(newcomers)
+    for plan in plans_run:
+        lines = plan.splitlines()
+        probes = [number for number, line in enumerate(lines) if "using comparison_lapsing" in line]
+        assert len(probes) == 1, plan
+        buffers = next(line for line in lines[probes[0] :] if "Buffers:" in line)
+        read = [int(hits) for hits in re.findall(r"shared hit=(\d+)", buffers)]
         assert read and max(read) <= 6, plan  # the index's root and a leaf (and a heap page): not 300
     # One lease of the crowd lapses: the next newcomer takes it over, by the same probe.
     lapsed = Assignment.objects.filter(annotator=crowd[150], status=Assignment.Status.ACTIVE).get()
@@ -268,9 +253,8 @@ def test_on_postgresql_a_vote_finds_its_rows_by_primary_key_whatever_the_statist
     # Statistics from the ballot's opening say no comparison is leased and the study has one annotator.
     # Then a crowd joins and each holds a lease: a vote must still find its
     # assignment and take its comparison by primary key, not through the partial index of leased
-    # comparisons or the study's annotators, which read a row per annotator of the crowd on every vote
-    # (PostgreSQL's CPU per judgement with 2,000 leases held: BENCHMARKS.md, 2026-11-25, 16:25). In the
-    # plans PostgreSQL makes from each call's values and in the one it keeps for the session alike.
+    # comparisons or the study's annotators, which read a row per annotator of the crowd on every vote.
+    # In the plans PostgreSQL makes from each call's values and in a generic one alike.
     study = make_study(tokens=45, appearances=20, votes_per_annotator_per_ballot=None)
     annotators(study, 1, prefix="first")
     with connection.cursor() as cursor:
@@ -295,16 +279,14 @@ def test_on_postgresql_a_vote_finds_its_rows_by_primary_key_whatever_the_statist
                 cursor.execute("RESET plan_cache_mode")
 
     found = _plans_of_nested_statements(vote_each)
-    owners = [plan for plan in found if "FROM collection_assignment a" in plan and "FOR UPDATE OF a" in plan]
+    owners = [plan for plan in found if "UPDATE collection_assignment SET status = 'voted'" in plan]
     taken = [plan for plan in found if "SET status = 'voted', lease_expires_at = NULL" in plan]
     assert len(owners) == len(taken) == len(crowd)
-    for plan in owners:
-        assert (
-            "collection_annotator_study_id" not in plan and "collection_assignment_annotator_id" not in plan
-        ), plan
+    for plan in owners:  # by its key (or a scan of what the statistics call an empty table), never by annotator
+        assert "collection_annotator_study_id" not in plan and "collection_assignment_annotator_id" not in plan
     for plan in taken:
-        assert "using collection_comparison_pkey on collection_comparison c" in plan, plan
-        assert "comparison_leased" not in plan, plan
+        assert "using collection_comparison_pkey on collection_comparison" in plan, plan
+        assert "comparison_lapsing" not in plan, plan
     assert Vote.objects.filter(annotator__in=crowd).count() == len(crowd)
     assert Comparison.objects.filter(status="voted").count() == len(crowd)
 

@@ -11,10 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from collection.identity import ANNOTATOR_COOKIE
+from collection.identity import ANNOTATOR_COOKIE, annotator_consent, annotator_for
 from collection.models import Annotator, Assignment, Ballot, Comparison, Study, Vote
 from collection.views import completion_url
-from collection.voting import annotator_consent, annotator_for
 from tests.factories import annotators, make_study, vote_until
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ call_command("migrate", verbosity=0)
 from django.test import Client
 from collection.identity import SESSION_ANNOTATORS
 from collection.models import Ballot, Vote
-from collection.voting import annotator_consent, annotator_for
+from collection.identity import annotator_consent, annotator_for
 from tests.factories import make_study
 
 study = make_study(tokens=4, ballot_count=2, appearances=2)   # ballot 1: 6 items, 6 comparisons

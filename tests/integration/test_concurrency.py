@@ -2,11 +2,9 @@
 
 import threading
 from collections import Counter
-from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 
 from collection.lifecycle import ballot_close
 from collection.models import Assignment, Ballot, ItemScore, Study, Vote
@@ -158,44 +156,3 @@ def test_a_lease_that_loses_the_race_for_its_annotator_retries_and_gets_the_winn
     assert Assignment.objects.filter(annotator=alice, status="active").count() == 1
     ballot = Ballot.objects.get(study=study)
     assert ballot.comparisons.filter(status="leased").count() == 1
-
-
-def test_a_lease_of_its_own_commits_asynchronously_and_one_inside_a_transaction_leaves_it_alone(
-    eager_tasks, monkeypatch
-):
-    # The setting is the transaction's own: SHOW inside the transaction says what its commit will do.
-    from django.db import transaction
-
-    from collection import voting
-
-    study = make_study(tokens=8, ballot_count=1, appearances=4)
-    alice, bob = annotators(study, 2)
-
-    def synchronous_commit() -> str:
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW synchronous_commit")
-            return cursor.fetchone()[0]
-
-    with transaction.atomic():  # a caller's transaction, which may hold a vote: left as configured
-        assert comparison_next_for(annotator=alice).assignment is not None
-        assert synchronous_commit() == "on"
-    with transaction.atomic():  # the statement itself, as a lease of its own runs it
-        with connection.cursor() as cursor:
-            parameters = {"study": study.pk, "annotator": bob.pk, "now": timezone.now(), "cap": None}
-            parameters |= {"open_ballot": None, "open_from": None}
-            parameters["expires"] = parameters["now"] + timedelta(minutes=5)
-            voting.LEASE_STATEMENT.execute(cursor, {**parameters, **voting.LEASE_ALONE, "commit_async": True})
-            assert cursor.fetchone()[6] is not None  # bob got an assignment
-        assert synchronous_commit() == "off"
-    assert synchronous_commit() == "on"  # and only for that transaction
-    # Out of any transaction (a request), comparison_next_for asks for it.
-    asked = []
-    execute = voting.LEASE_STATEMENT.execute
-    monkeypatch.setattr(
-        voting.LEASE_STATEMENT,
-        "execute",
-        lambda cursor, values: asked.append(values["commit_async"]) or execute(cursor, values),
-    )
-    carol = annotators(study, 1, prefix="c")[0]
-    assert comparison_next_for(annotator=carol).assignment is not None
-    assert asked == [True]

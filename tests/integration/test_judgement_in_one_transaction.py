@@ -1,7 +1,7 @@
-"""On PostgreSQL a judgement, the vote and the lease that follows it, is one round trip and one
-transaction (``voting._judgement_in_one_transaction``): what it writes when the vote stands, when it is
-refused, when the study's settings changed under this process's copy, when a check is drawn, and when
-a lease of the same annotator undoes it.
+"""On PostgreSQL a judgement, the vote and the lease that follows it, is one transaction
+(``voting._judgement``): what it writes when the vote stands, when it is refused, when the study's
+settings changed under this process's copy, when a check is drawn, and when a lease of the same
+annotator undoes it.
 
 Committed for real (``transaction=True``), as in a request: no caller's transaction around it.
 """
@@ -27,17 +27,18 @@ def _postgres(postgres_required):
     assert connection.vendor == "postgresql"
 
 
-def spy_on_round_trips(monkeypatch) -> list[dict]:
-    """The parameters of each judgement sent in one round trip."""
-    sent = []
-    real = voting.execute_together
+def spy_on_takes(monkeypatch) -> list[bool]:
+    """For each comparison taken right after a vote (``voting._take`` from the judgement), whether it ran
+    inside the vote's transaction."""
+    taken = []
+    real = voting._take
 
-    def spy(cursor, statements, parameters):
-        sent.append(parameters)
-        return real(cursor, statements, parameters)
+    def spy(annotator, standing, now):
+        taken.append(connection.in_atomic_block)
+        return real(annotator, standing, now)
 
-    monkeypatch.setattr(voting, "execute_together", spy)
-    return sent
+    monkeypatch.setattr(voting, "_take", spy)
+    return taken
 
 
 def test_a_crowd_that_disagrees_votes_a_study_through_in_one_transaction_per_judgement(
@@ -46,7 +47,7 @@ def test_a_crowd_that_disagrees_votes_a_study_through_in_one_transaction_per_jud
     study = make_study(tokens=6, ballot_count=2, appearances=4)  # ballots of 30 and 16 comparisons
     crowd = annotators(study, 4)
     choose = disagreeing_crowd(study, seed=3)
-    sent = spy_on_round_trips(monkeypatch)
+    sent = spy_on_takes(monkeypatch)
     held = {who.pk: voting.comparison_next_for(annotator=who) for who in crowd}
     choices, into_the_next_ballot = [], []
     for turn in range(400):
@@ -77,16 +78,16 @@ def test_a_crowd_that_disagrees_votes_a_study_through_in_one_transaction_per_jud
         == (30, 16)
         == (first.votes.count(), second.votes.count())
     )
-    assert len(sent) == len(choices) == 46 and {"left", "right"} <= set(choices)  # one round trip each
-    assert all(parameters["commit_async"] is False for parameters in sent)  # a vote's commit: on disk
+    assert {"left", "right"} <= set(choices) and len(choices) == 46
+    assert all(sent) and len(sent) >= len(choices)  # each judgement took its next in the vote's transaction
     # The vote that completed ballot 1 leased again after its commit, where the eager close had
     # opened ballot 2, and was answered with a comparison of ballot 2.
     assert into_the_next_ballot == [first.pk]
 
 
 def test_the_times_a_judgement_answers_are_the_ones_it_stored_to_the_microsecond():
-    # The statements read their times as integers (common.database.aware_time), not through Django's
-    # loader: the same values, with the same time zone, for a new lease, a held one and the vote.
+    # The times a lease answers are the ones it stored: the same values, with the same time zone, for a
+    # new lease, a held one and the vote.
     study = make_study(tokens=6, ballot_count=1)
     alice, bob = annotators(study, 2)
     held = voting.comparison_next_for(annotator=alice).assignment
@@ -164,8 +165,8 @@ def test_a_refused_vote_leases_nothing():
 
 
 def test_after_a_change_of_settings_the_lease_follows_the_new_ones():
-    # This process's copy of the study is older than the study: the lease in the vote's transaction
-    # does not run (its length and cap would be the old ones); the lease on its own, after it, does.
+    # This process's copy of the study is older than the study: the vote reads the study's version, and
+    # the lease that follows it takes the new settings (its length and cap), not the copy's.
     study = make_study(tokens=6, ballot_count=1, lease_seconds=300)
     client = Client()
     entry = reverse("collection:entry", args=[study.slug])
@@ -205,8 +206,9 @@ def test_a_judgement_draws_its_check_once_and_serves_the_check_when_drawn(monkey
         return next(due)
 
     monkeypatch.setattr(checks, "check_due", drawn)
-    sent = spy_on_round_trips(monkeypatch)
+    sent = spy_on_takes(monkeypatch)
     held = voting.comparison_next_for(annotator=alice).assignment
+    sent.clear()
     _vote, _created, following = voting.vote_record_and_next(
         annotator=alice, assignment_id=held.pk, choice="left"
     )
@@ -214,27 +216,30 @@ def test_a_judgement_draws_its_check_once_and_serves_the_check_when_drawn(monkey
     _vote, _created, check = voting.vote_record_and_next(
         annotator=alice, assignment_id=following.assignment.pk, choice="right"
     )
-    assert len(draws) == 3 and len(sent) == 1  # drawn: the vote, then the check's lease on its own
+    assert len(draws) == 3 and len(sent) == 1  # drawn: the check is served in place of a comparison
     assert check.assignment.quality_check_id is not None and check.assignment.comparison_id is None
 
 
-def test_a_judgement_undone_by_a_lease_of_the_same_annotator_is_recorded_in_two_transactions(monkeypatch):
-    # The whole transaction is undone (the vote with the lease): the vote is then recorded once,
-    # by the two transactions of a judgement that serves a check.
+def test_a_judgement_undone_by_a_lease_of_the_same_annotator_is_made_again_and_recorded_once(monkeypatch):
+    # The whole transaction is undone (the vote with the lease) and made again: the vote is recorded
+    # once, and the lease that follows reads where the annotator stands.
     study = make_study(tokens=6, ballot_count=1)
     (alice,) = annotators(study, 1)
     held = voting.comparison_next_for(annotator=alice).assignment
     raised = []
+    real = voting._take
 
-    def lost_race(cursor, statements, parameters):
-        raised.append(parameters["assignment"])
-        raise IntegrityError("one_active_assignment_per_annotator")
+    def lost_race_once(annotator, standing, now):
+        if not raised:
+            raised.append(annotator.pk)
+            raise IntegrityError("one_active_assignment_per_annotator")
+        return real(annotator, standing, now)
 
-    monkeypatch.setattr(voting, "execute_together", lost_race)
+    monkeypatch.setattr(voting, "_take", lost_race_once)
     vote, created, following = voting.vote_record_and_next(
         annotator=alice, assignment_id=held.pk, choice="left"
     )
-    assert raised == [held.pk] and created
+    assert raised == [alice.pk] and created
     assert list(Vote.objects.values_list("assignment_id", "choice")) == [(held.pk, "left")]
     assert following.assignment is not None and following.assignment.pk != held.pk
     assert Annotator.objects.get(pk=alice.pk).assignments.filter(status="active").count() == 1

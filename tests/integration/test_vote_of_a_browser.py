@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token as ApiToken
 
 from collection import voting
+from collection.identity import annotator_consent, annotator_for
 from collection.models import Assignment, Vote
-from collection.voting import annotator_consent, annotator_for
 from common.unavailable import DATABASE_RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE
 from tests.factories import make_study
 

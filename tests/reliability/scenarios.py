@@ -270,12 +270,12 @@ def scenario_worker_kill(stack: Stack, args) -> dict:
         stack.worker_start("worker-1", concurrency=1)
         events["worker_started"] = recorder.event("worker-1 started")
 
-        def close_blocked():
+        def close_blocked():  # the close's lock: FOR NO KEY UPDATE (FOR UPDATE matched too)
             return query(
                 stack,
                 """SELECT pid, query FROM pg_stat_activity
                    WHERE datname = current_database() AND wait_event_type = 'Lock'
-                     AND query LIKE 'SELECT %%FROM "collection_ballot"%%FOR UPDATE%%'""",
+                     AND query LIKE 'SELECT %%FROM "collection_ballot"%%FOR %%UPDATE%%'""",
             )
 
         blocked = wait_until("close blocked on ballot 1's lock", close_blocked, timeout=60)

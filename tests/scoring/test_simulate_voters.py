@@ -101,7 +101,8 @@ def _simulate(study, *extra):
 
 
 def test_a_participants_lease_that_holds_the_ballot_is_named_not_a_missing_worker():
-    from collection.voting import annotator_consent, annotator_for, comparison_next_for
+    from collection.identity import annotator_consent, annotator_for
+    from collection.voting import comparison_next_for
 
     study = make_study(tokens=6, ballot_count=2, appearances=4, lease_seconds=600)
     person = annotator_consent(annotator=annotator_for(study=study, participant_id="prolific-abc"))
@@ -126,8 +127,8 @@ def test_simulated_annotators_who_judged_every_pair_left_are_told_to_add_voters(
 
 
 def test_the_annotators_it_creates_are_marked_simulated_and_a_person_is_not():
+    from collection.identity import annotator_consent, annotator_for
     from collection.models import Annotator
-    from collection.voting import annotator_consent, annotator_for
 
     study = make_study()
     person = annotator_consent(annotator=annotator_for(study=study, participant_id="prolific-abc"))
@@ -144,7 +145,7 @@ def test_the_annotators_it_creates_are_marked_simulated_and_a_person_is_not():
 
 
 def test_a_participant_who_is_a_person_is_never_taken_over_by_the_simulation():
-    from collection.voting import annotator_consent, annotator_for
+    from collection.identity import annotator_consent, annotator_for
 
     study = make_study()
     # A real participant whose id happens to start with the prefix.
@@ -183,7 +184,8 @@ def test_by_default_it_waits_as_long_as_the_lease_and_says_why(capsys):
 
     from django.utils import timezone
 
-    from collection.voting import annotator_consent, annotator_for, comparison_next_for
+    from collection.identity import annotator_consent, annotator_for
+    from collection.voting import comparison_next_for
 
     study = make_study(tokens=6, ballot_count=2, appearances=4, lease_seconds=600)
     person = annotator_consent(annotator=annotator_for(study=study, participant_id="prolific-abc"))

@@ -11,13 +11,9 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from collection.arrays import OUTCOME
+from collection.identity import annotator_consent
 from collection.models import Annotator, Assignment, Ballot, CheckAnswer, Comparison, Study
-from collection.voting import (
-    NextReason,
-    annotator_consent,
-    comparison_next_for,
-    vote_record_and_next,
-)
+from collection.voting import NextReason, comparison_next_for, vote_record_and_next
 from common.errors import ServiceError
 from common.numbers import counted
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
