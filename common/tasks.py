@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from celery import current_app
-from django.db import transaction
+from django.db import close_old_connections, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -131,9 +131,10 @@ class AfterResponseMiddleware:
     """Work asked for during the view (``run_after_response``) runs once the response has been sent.
 
     The list is open only while the view runs, so code after a response that no server closed (a test
-    harness) never queues into it. The work runs from the response's ``close()``, which the WSGI server
-    calls once the body is sent (the test client before it returns the response), before Django's
-    ``request_finished`` closes the database connections.
+    harness) never queues into it. The work runs when the response is closed, which the WSGI server
+    does once the body is sent (the test client before it returns the response): the response's
+    ``close()`` first does Django's own work, then this work, then the database connections are tidied
+    again as at the end of a request (``close_old_connections``).
     """
 
     def __init__(self, get_response):
@@ -147,5 +148,12 @@ class AfterResponseMiddleware:
         finally:
             _after_response.reset(token)
         if pending:
-            response._resource_closers.append(lambda: _run_pending(pending))
+            close = response.close
+
+            def close_then_run() -> None:
+                close()
+                _run_pending(pending)
+                close_old_connections()
+
+            response.close = close_then_run
         return response
