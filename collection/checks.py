@@ -41,7 +41,7 @@ def check_due(*, rate: float, rng: random.Random | None = None) -> bool:
 # --- serving -------------------------------------------------------------------------------------
 
 # What a check shows: its instruction (blank for gold) and both items with their tokens, in the order
-# of voting._sides.
+# of leasing._sides.
 _SHOWN_COLUMNS = """
 ch.id, ch.instruction,
 ch.left_item_id, left_a.text, left_b.text, ch.right_item_id, right_a.text, right_b.text

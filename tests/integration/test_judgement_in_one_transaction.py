@@ -28,16 +28,16 @@ def _postgres(postgres_required):
 
 
 def spy_on_takes(monkeypatch) -> list[bool]:
-    """For each comparison taken right after a vote (``voting._take`` from the judgement), whether it ran
+    """For each comparison taken right after a vote (``voting.take`` from the judgement), whether it ran
     inside the vote's transaction."""
     taken = []
-    real = voting._take
+    real = voting.take
 
     def spy(annotator, standing, now):
         taken.append(connection.in_atomic_block)
         return real(annotator, standing, now)
 
-    monkeypatch.setattr(voting, "_take", spy)
+    monkeypatch.setattr(voting, "take", spy)
     return taken
 
 
@@ -227,7 +227,7 @@ def test_a_judgement_undone_by_a_lease_of_the_same_annotator_is_made_again_and_r
     (alice,) = annotators(study, 1)
     held = voting.comparison_next_for(annotator=alice).assignment
     raised = []
-    real = voting._take
+    real = voting.take
 
     def lost_race_once(annotator, standing, now):
         if not raised:
@@ -235,7 +235,7 @@ def test_a_judgement_undone_by_a_lease_of_the_same_annotator_is_made_again_and_r
             raise IntegrityError("one_active_assignment_per_annotator")
         return real(annotator, standing, now)
 
-    monkeypatch.setattr(voting, "_take", lost_race_once)
+    monkeypatch.setattr(voting, "take", lost_race_once)
     vote, created, following = voting.vote_record_and_next(
         annotator=alice, assignment_id=held.pk, choice="left"
     )
