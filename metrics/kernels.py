@@ -1,8 +1,8 @@
 """Compiled row kernels for the bootstrap and the chance level: ρ_w and τ_w of R rankings of n items,
 and the tallies of resampled votes.
 
-PURE module: numpy, the standard library and numba (a compiler for these loops: 1000 rows × 10^4
-items of τ_w take a fraction of a second compiled, about ten seconds as whole-array numpy).
+PURE module: numpy, the standard library and numba (a compiler for these loops, which whole-array numpy
+cannot express without a pass per row).
 
 Imported on first use by ``metrics.correlation`` and ``metrics.metrology``, not at their import:
 numba and LLVM add about 50 MB to a process, which web workers that never compute replicates should
