@@ -336,3 +336,23 @@ def test_on_postgresql_a_judgements_rows_carry_the_indexes_they_need_and_no_more
     for table, _, _ in indexes:
         counts[table] = counts.get(table, 0) + 1
     assert counts == {"collection_comparison": 6, "collection_assignment": 7, "collection_vote": 8}
+
+
+@pytest.mark.integration
+def test_on_postgresql_a_judgements_statements_are_prepared_on_their_connection(postgres_required):
+    # DATABASE_PREPARE (on by default): psycopg binds on the server and prepares a statement it has run
+    # a few times, so PostgreSQL plans the vote's and the lease's statements once per connection.
+    assert connection.settings_dict["OPTIONS"].get("server_side_binding") is True
+    study = make_study(tokens=8, votes_per_annotator_per_ballot=None)
+    (alice,) = annotators(study, 1)
+    result = comparison_next_for(annotator=alice)
+    for number in range(8):
+        _vote, created, result = vote_record_and_next(
+            annotator=alice, assignment_id=result.assignment.pk, choice=("left", "right")[number % 2]
+        )
+        assert created and result.assignment is not None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("UPDATE collection_assignment SET status = 'voted'" in text for text in prepared)
+    assert any("UPDATE collection_comparison SET status = 'leased'" in text for text in prepared)
