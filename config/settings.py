@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # outermost: reads what a refused request left of its body, so that its kept-alive connection goes on
     "common.parsers.UnreadBodyMiddleware",
+    "common.versioning.ApiVersionMiddleware",  # X-Yardstick-API-Version on every /api/ answer, a 503 too
     "common.observability.RequestLatencyMiddleware",  # times everything below (no I/O)
     "common.unavailable.DatabaseUnavailableMiddleware",  # first: a database that does not answer is 503
     "django.middleware.security.SecurityMiddleware",
@@ -327,10 +328,15 @@ AXES_CLIENT_IP_CALLABLE = "common.throttling.login_client_address"  # behind NUM
 AXES_USERNAME_CALLABLE = "common.throttling.login_username"  # a bounded key for an over-long username
 AXES_LOCKOUT_CALLABLE = "common.throttling.login_locked_response"
 AXES_VERBOSE = False  # log the username and address of a failure (cleansed), not a banner at every start
+# The REST API's version (semantic versioning: a new major breaks clients, a new minor adds to the API).
+# The schema publishes it; every /api/ response carries it (common/versioning.py); the Python client in
+# client/ compares it with its own (yardstick_client.API_VERSION).
+API_VERSION = "0.2.0"
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Yardstick API",
     "DESCRIPTION": "Adaptive pairwise-comparison studies and top-weighted evaluation of semantic models.",
-    "VERSION": "0.1.0",
+    "VERSION": API_VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Request bodies get their own components, so that they state what is required and non-blank
     # (minLength) and leave out read-only fields.
