@@ -169,7 +169,8 @@ def plan_text(plan: dict) -> str:
         + f" (total {plan['total_comparisons']:,})",
     ]
     if plan.get("cost_seconds") is not None:
-        lines.append(f"voting time: {plan['cost_seconds'] / 3600:,.1f} person-hours")
+        hours = plan["cost_seconds"] / 3600
+        lines.append(f"voting time: {hours:,.1f} person-hours" if hours >= 1 else f"voting time: {hours * 60:.1f} person-minutes")
     lines += [f"warning: {warning}" for warning in plan.get("warnings", [])]
     return "\n".join(lines)
 

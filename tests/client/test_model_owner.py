@@ -11,7 +11,7 @@ from scipy import stats
 
 from collection.models import Item
 from collection.selectors import study_results
-from metrics.models import Submission
+from metrics.models import StudyFigure, Submission
 from yardstick_client import Client
 
 
@@ -113,3 +113,16 @@ def test_the_instrument_card_is_read_as_data_and_as_markdown(server, finished_st
     assert card["version"] >= 1
     assert markdown.startswith("# ")
     assert stream.getvalue() == ""  # computed in the request: nothing to wait for
+
+
+def test_a_card_being_computed_is_waited_for_with_a_progress_bar(server, finished_study, monkeypatch):
+    monkeypatch.setattr("metrics.instrument.CARD_SYNC_ITEMS", 0)  # as a study above 1000 items: 202 first
+    StudyFigure.objects.filter(study=finished_study).delete()  # the card its finish computed
+    stream = io.StringIO()
+    client = Client(server, progress=True, progress_stream=stream)
+
+    card = client.card(finished_study.slug, timeout=60)
+
+    assert card["study"]["slug"] == finished_study.slug
+    assert stream.getvalue().startswith(f"\rinstrument card of {finished_study.slug}     0 s  computing")
+    assert stream.getvalue().endswith("\n")

@@ -1,0 +1,91 @@
+"""The client compares its API version with the server's and says when the server is older or newer."""
+
+from __future__ import annotations
+
+import warnings
+
+import httpx
+import pytest
+from django.conf import settings
+
+from yardstick_client import API_VERSION, Client, IncompatibleServer, ServerVersionWarning, version_verdict
+
+
+def test_the_client_speaks_the_servers_api_version(server):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning at all
+        assert Client(server).api_version() == settings.API_VERSION == API_VERSION
+
+
+def test_the_schema_states_the_same_version(server):
+    schema = httpx.get(f"{server}/api/schema/", params={"format": "json"}).json()
+
+    assert schema["info"]["version"] == settings.API_VERSION
+
+
+def test_every_api_answer_carries_the_version_errors_too(server):
+    answer = httpx.get(f"{server}/api/no-such-endpoint/")
+
+    assert (answer.status_code, answer.headers["X-Yardstick-API-Version"]) == (404, settings.API_VERSION)
+    assert "X-Yardstick-API-Version" not in httpx.get(f"{server}/healthz/").headers
+
+
+def test_a_newer_minor_version_warns_that_the_server_is_newer(server, settings):
+    settings.API_VERSION = "0.3.1"
+
+    with pytest.warns(ServerVersionWarning) as caught:
+        version = Client(server).api_version()
+
+    assert version == "0.3.1"
+    assert str(caught[0].message).startswith(
+        f"the server is newer than this client: its API is 0.3.1, this client speaks {API_VERSION}; "
+    )
+
+
+def test_an_older_minor_version_warns_that_the_server_is_older(server, settings):
+    settings.API_VERSION = "0.1.0"
+
+    with pytest.warns(ServerVersionWarning) as caught:
+        Client(server).api_version()
+
+    assert str(caught[0].message).startswith(
+        f"the server is older than this client: its API is 0.1.0, this client speaks {API_VERSION}; "
+        "calls to what was added since will fail with HTTP 404"
+    )
+
+
+def test_a_server_that_states_no_version_is_older():
+    # A server before API 0.2 sent no header; the live server always does, so this one answers in-process.
+    before_the_header = httpx.MockTransport(lambda request: httpx.Response(200, json={"openapi": "3.0.3"}))
+
+    with pytest.warns(ServerVersionWarning, match="^the server is older than this client: it does not state"):
+        assert Client("http://old.example", transport=before_the_header).api_version() is None
+
+
+def test_a_newer_major_version_is_refused_on_the_first_call(server, settings, finished_study):
+    settings.API_VERSION = "1.0.0"
+    client = Client(server)
+
+    with pytest.raises(IncompatibleServer) as raised:
+        client.leaderboard(finished_study.slug)
+
+    assert str(raised.value) == (
+        f"the server is newer than this client: its API is 1.0.0, this client speaks {API_VERSION}, and a new "
+        "major version breaks clients; upgrade the client (pip install the client/ folder of the server's release)"
+    )
+    with pytest.raises(IncompatibleServer):  # and on every later call
+        client.leaderboard(finished_study.slug)
+
+
+def test_an_older_major_version_is_refused():
+    with pytest.raises(IncompatibleServer) as raised:
+        version_verdict("0.9.0", client_version="1.0.0")
+
+    assert str(raised.value) == (
+        "the server is older than this client: its API is 0.9.0, this client speaks 1.0.0, and a new major "
+        "version breaks clients; use a client of API 0.x, or upgrade the server"
+    )
+
+
+def test_the_same_major_and_minor_version_says_nothing():
+    assert version_verdict("0.2.7", client_version="0.2.0") is None
