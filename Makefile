@@ -1,5 +1,5 @@
 # Yardstick: `make run` starts the platform on this machine, `make test` runs the tests.
-# Both create .venv on first use and reinstall it only when pyproject.toml changes.
+# Both create .venv on first use and reinstall it only when pyproject.toml or client/pyproject.toml changes.
 
 PYTHON ?= python3
 VENV := .venv
@@ -22,8 +22,8 @@ install: $(INSTALL_STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(INSTALL_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[test]'
+$(INSTALL_STAMP): pyproject.toml client/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[test]' -e ./client
 	touch $(INSTALL_STAMP)
 
 run: $(INSTALL_STAMP)

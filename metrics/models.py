@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
+from datetime import timedelta
+
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from common.numbers import FiniteJSONEncoder
 
@@ -192,3 +197,67 @@ class Standing(models.Model):
 
     def __str__(self) -> str:
         return f"standing of {self.submission_id} (n0={self.weight_offset})"
+
+
+def invitation_key() -> str:
+    """A new invitation's secret: 32 random bytes, URL-safe (43 characters)."""
+    return secrets.token_urlsafe(32)
+
+
+def two_weeks_from_now():
+    return timezone.now() + timedelta(days=14)
+
+
+MAX_INVITATION_USES = 1000
+
+
+class Invitation(models.Model):
+    """A link by which people create their own model owner's account, given by a study's researcher.
+
+    Bounded: at most ``max_uses`` accounts, until ``expires_at``, and revocable at any time. The
+    accounts it made are ``InvitedAccount`` rows.
+    """
+
+    study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="invitations")
+    key = models.CharField(max_length=64, unique=True, default=invitation_key, editable=False)
+    note = models.CharField(max_length=200, blank=True, help_text="For whom, as a reminder; never shown to them.")
+    max_uses = models.PositiveIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_INVITATION_USES)],
+        help_text=f"How many accounts the link may create (1 to {MAX_INVITATION_USES:,}).",
+    )
+    uses = models.PositiveIntegerField(default=0, editable=False, help_text="Accounts created with it so far.")
+    expires_at = models.DateTimeField(default=two_weeks_from_now, help_text="The link refuses after this.")
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_uses__gte=1, max_uses__lte=MAX_INVITATION_USES),
+                name="invitation_max_uses_bounded",
+                violation_error_message=f"An invitation creates from 1 to {MAX_INVITATION_USES:,} accounts.",
+            ),
+            # Two people following the link at once cannot both take its last use (metrics/invitations.py).
+            models.CheckConstraint(
+                condition=Q(uses__lte=models.F("max_uses")), name="invitation_uses_within_max"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.study} ({self.uses} of {self.max_uses} used)"
+
+
+class InvitedAccount(models.Model):
+    """An account made through an invitation: who invited it, to which study, and when."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitation_use")
+    invitation = models.ForeignKey(Invitation, on_delete=models.CASCADE, related_name="accounts")
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} through {self.invitation}"

@@ -2,13 +2,14 @@
 
 from django.urls import path
 
-from metrics import card_views, views
+from metrics import card_views, invitation_views, views
 
 app_name = "metrics"
 urlpatterns = [
     path("", views.index, name="index"),
     path("login/", views.login, name="login"),
     path("logout/", views.logout, name="logout"),
+    path("join/<str:key>/", invitation_views.join, name="join"),  # a study's invitation link
     path("studies/<slug:slug>/leaderboard/", views.leaderboard, name="leaderboard"),
     path("studies/<slug:slug>/submit/", views.submit, name="submit"),
     path("studies/<slug:slug>/items.csv", views.pairs_csv, name="items-csv"),

@@ -3,7 +3,8 @@
 The instrument card once imported a package that only the developer's machine had; its test skipped,
 and every finished study's card answered 500 after a fresh install. This test reads the imports of
 every module and fails on one whose distribution ``pyproject.toml`` does not name: the platform's code
-may use ``[project.dependencies]`` only, the tests the ``test`` extra too, ``examples/`` its extra.
+may use ``[project.dependencies]`` only, the tests the ``test`` extra too, ``examples/`` its extra, and the
+client in ``client/`` only what ``client/pyproject.toml`` declares (httpx): no Django, no numpy.
 """
 
 from __future__ import annotations
@@ -28,15 +29,19 @@ def _names(requirements: list[str]) -> set[str]:
 
 CORE = _names(PROJECT["dependencies"])
 EXTRAS = {name: _names(requirements) for name, requirements in PROJECT["optional-dependencies"].items()}
+CLIENT = _names(tomllib.loads((ROOT / "client" / "pyproject.toml").read_text())["project"]["dependencies"])
 ALLOWED = {
     "": CORE,  # the platform: config, common, collection, scoring, metrics, manage.py
     "tests": CORE | EXTRAS["test"],
     "benchmarks": CORE | EXTRAS["test"],
     "examples": CORE | EXTRAS["examples"],
+    "client": CLIENT,  # yardstick-client, a distribution of its own: httpx and the standard library only
 }
-LOCAL = {path.name for path in ROOT.iterdir() if (path / "__init__.py").exists()} | {
-    path.stem for path in ROOT.glob("*.py")
-}
+LOCAL = (
+    {path.name for path in ROOT.iterdir() if (path / "__init__.py").exists()}
+    | {path.stem for path in ROOT.glob("*.py")}
+    | {"yardstick_client"}  # client/'s package, this repository's own
+)
 
 
 def _modules(root: Path) -> list[Path]:
@@ -92,3 +97,9 @@ def test_the_check_finds_an_undeclared_import(tmp_path):
 @pytest.mark.parametrize("package", sorted(CORE))
 def test_every_declared_dependency_is_installed(package):
     metadata.distribution(package)
+
+
+def test_the_client_imports_only_httpx_and_the_standard_library():
+    imports = set().union(*(_top_level_imports(path) for path in _modules(ROOT / "client")))
+
+    assert imports - {"yardstick_client"} == {"httpx"}

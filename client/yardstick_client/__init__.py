@@ -7,8 +7,8 @@
     print(submission["evaluation"]["tau_w"], client.card("demo")["resolution"])
 """
 
-from yardstick_client.client import API_VERSION, Client, score_rows, version_verdict
-from yardstick_client.errors import (
+from .client import API_VERSION, Client, score_rows, version_verdict
+from .errors import (
     ApiError,
     ConnectionFailed,
     EvaluationFailed,

@@ -17,8 +17,8 @@ import warnings
 from collections.abc import Sequence
 from typing import TextIO
 
-from yardstick_client.client import API_VERSION, DEFAULT_URL, Client
-from yardstick_client.errors import YardstickError
+from .client import API_VERSION, DEFAULT_URL, Client
+from .errors import YardstickError
 
 COEFFICIENTS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
 

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import httpx
 
-from yardstick_client.errors import (
+from .errors import (
     ApiError,
     ConnectionFailed,
     EvaluationFailed,
@@ -28,7 +28,7 @@ from yardstick_client.errors import (
     WaitTimeout,
     YardstickError,
 )
-from yardstick_client.progress import ProgressBar
+from .progress import ProgressBar
 
 API_VERSION = "0.2.0"  # the API version this client speaks: the server's settings.API_VERSION
 API_VERSION_HEADER = "X-Yardstick-API-Version"

@@ -107,6 +107,7 @@ def path_values(world, route: str, study: str | None) -> dict[str, str]:
     values["id"] = str(get_user_model().objects.get(username="owner-a").pk)
     values["app_label"] = "collection"
     values["url"] = "nothing-here/"
+    values["key"] = "no-such-invitation"  # an invitation link's key: a valid one is tested in test_invitations
     return values
 
 
@@ -235,6 +236,24 @@ MATRIX = {
     "admin/r/<path:content_type_id>/<path:object_id>/": {
         "GET": staff_only("→ http://testserver/s/running/", ADMIN_LOGIN),
         "POST": staff_only("→ http://testserver/s/running/", ADMIN_LOGIN),
+    },
+    "admin/metrics/invitation/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/metrics/invitation/add/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
+    "admin/metrics/invitation/<path:object_id>/history/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/metrics/invitation/<path:object_id>/delete/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/metrics/invitation/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/metrics/invitation/<path:object_id>/": {
+        "GET": staff_only("→ /admin/metrics/invitation/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/metrics/invitation/<id>/change/", ADMIN_LOGIN),
     },
     "admin/auth/group/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
     "admin/auth/group/add/": {"GET": staff_only(200, ADMIN_LOGIN), "POST": staff_only(200, ADMIN_LOGIN)},
@@ -614,7 +633,7 @@ MATRIX = {
         "GET": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
         "POST": staff_only("→ /admin/collection/excludedvote/<id>/change/", ADMIN_LOGIN),
     },
-    "admin/^(?P<app_label>auth|authtoken|axes|collection|scoring)/$": {
+    "admin/^(?P<app_label>auth|authtoken|axes|collection|scoring|metrics)/$": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },
@@ -755,6 +774,7 @@ MATRIX = {
     "models/": {"GET": everyone(200), "POST": everyone(405)},
     "models/login/": {"GET": everyone(200), "POST": everyone(200)},
     "models/logout/": {"GET": everyone(405), "POST": everyone("→ /models/")},
+    "models/join/<str:key>/": {"GET": everyone(404), "POST": everyone(404)},  # no such invitation
     "models/studies/<slug:slug>/leaderboard/": {
         "GET": everyone(studies(200, 409, 409)),
         "POST": everyone(405),
