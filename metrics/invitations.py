@@ -46,7 +46,9 @@ def invitation_accept(*, invitation: Invitation, form: UserCreationForm):
         ).update(uses=F("uses") + 1)
         if not taken:
             invitation.refresh_from_db()
-            raise ServiceError(invitation_refusal(invitation, now=now) or "This invitation is used up.", status=410)
+            raise ServiceError(
+                invitation_refusal(invitation, now=now) or "This invitation is used up.", status=410
+            )
         try:
             with transaction.atomic():
                 user = form.save()

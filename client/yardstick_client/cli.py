@@ -40,7 +40,9 @@ def parser() -> argparse.ArgumentParser:
         description="The Yardstick REST API from a shell: studies, submissions, leaderboards, instrument cards.",
     )
     root.add_argument("--url", help=f"the server's root URL (default: $YARDSTICK_URL, else {DEFAULT_URL})")
-    root.add_argument("--token", help="your API token (default: $YARDSTICK_TOKEN); `yardstick login` prints it")
+    root.add_argument(
+        "--token", help="your API token (default: $YARDSTICK_TOKEN); `yardstick login` prints it"
+    )
     root.add_argument("--json", action="store_true", help="print the API's JSON instead of text")
     root.add_argument("--quiet", action="store_true", help="no progress bars")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -84,14 +86,18 @@ def parser() -> argparse.ArgumentParser:
 
     pairs = commands.add_parser("pairs", help="model owners: a finished study's items to score, as CSV")
     pairs.add_argument("slug")
-    submit = commands.add_parser("submit", help="model owners: submit a model's scores and show its evaluation")
+    submit = commands.add_parser(
+        "submit", help="model owners: submit a model's scores and show its evaluation"
+    )
     submit.add_argument("slug")
     submit.add_argument("model_name", help="the name on the leaderboard, unique among your models")
     submit.add_argument("scores", metavar="CSV", help="item,score or token_a,token_b,score")
     submit.add_argument("--description", default="", help="stored with the submission")
     submit.add_argument("--no-wait", action="store_true", help="do not wait for the evaluation")
     submit.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the evaluation")
-    evaluation = commands.add_parser("evaluation", help="model owners: the evaluation of one of your submissions")
+    evaluation = commands.add_parser(
+        "evaluation", help="model owners: the evaluation of one of your submissions"
+    )
     evaluation.add_argument("submission", type=int)
     evaluation.add_argument("--n0", type=float, help="another weight offset n0 (default: the study's, 2)")
     evaluation.add_argument("--k", type=int, help="another K of the retrieval measures")
@@ -165,12 +171,17 @@ def plan_text(plan: dict) -> str:
         f"{plan['item_count']:,} items, {plan['ballot_count']} ballots, keep {plan['keep_fraction']:g}, "
         f"{plan['appearances']} appearances per item per ballot",
         "ballot sizes: " + ", ".join(f"{size:,}" for size in plan["sizes"]),
-        "comparisons:  " + ", ".join(f"{count:,}" for count in plan["comparisons"])
+        "comparisons:  "
+        + ", ".join(f"{count:,}" for count in plan["comparisons"])
         + f" (total {plan['total_comparisons']:,})",
     ]
     if plan.get("cost_seconds") is not None:
         hours = plan["cost_seconds"] / 3600
-        lines.append(f"voting time: {hours:,.1f} person-hours" if hours >= 1 else f"voting time: {hours * 60:.1f} person-minutes")
+        lines.append(
+            f"voting time: {hours:,.1f} person-hours"
+            if hours >= 1
+            else f"voting time: {hours * 60:.1f} person-minutes"
+        )
     lines += [f"warning: {warning}" for warning in plan.get("warnings", [])]
     return "\n".join(lines)
 
@@ -247,7 +258,10 @@ def run_study(arguments: argparse.Namespace, client: Client, emit) -> None:
     action, slug = arguments.action, getattr(arguments, "slug", None)
     if action == "list":
         studies = client.studies()
-        emit(studies, "\n".join(f"{study['slug']:<30} {study['status']:<9} {study['name']}" for study in studies))
+        emit(
+            studies,
+            "\n".join(f"{study['slug']:<30} {study['status']:<9} {study['name']}" for study in studies),
+        )
     elif action == "show":
         emit(client.study(slug))
     elif action == "create":
@@ -288,7 +302,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         warnings.simplefilter("always")
         try:
             with Client(
-                arguments.url, arguments.token, progress=False if arguments.quiet else None, progress_stream=err
+                arguments.url,
+                arguments.token,
+                progress=False if arguments.quiet else None,
+                progress_stream=err,
             ) as client:
                 run(arguments, client, out)
             status = 0

@@ -62,7 +62,9 @@ def version_verdict(server_version: str | None, client_version: str = API_VERSIO
     try:
         server, client = _version_parts(server_version), _version_parts(client_version)
     except ValueError:
-        raise IncompatibleServer(f"the server states an API version that is not one: {server_version!r}") from None
+        raise IncompatibleServer(
+            f"the server states an API version that is not one: {server_version!r}"
+        ) from None
     if server == client:
         return None
     relation = "newer" if server > client else "older"
@@ -142,8 +144,12 @@ def score_rows(scores: Any, pairs: Sequence[Mapping] | None = None) -> list[dict
     if any(isinstance(score, list) for score in scores):
         raise ValueError("the scores must be one number per pair (a 1-D array)")
     if len(scores) != len(pairs):
-        raise ValueError(f"{len(scores)} scores for {len(pairs)} pairs: give one score per pair, in their order")
-    return [{"item": pair["item"], "score": _number(score)} for pair, score in zip(pairs, scores, strict=True)]
+        raise ValueError(
+            f"{len(scores)} scores for {len(pairs)} pairs: give one score per pair, in their order"
+        )
+    return [
+        {"item": pair["item"], "score": _number(score)} for pair, score in zip(pairs, scores, strict=True)
+    ]
 
 
 class Client:
@@ -167,7 +173,9 @@ class Client:
         url = url or os.environ.get("YARDSTICK_URL") or DEFAULT_URL
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise YardstickError(f"the server URL must be http(s)://host[:port], such as {DEFAULT_URL}, not {url!r}")
+            raise YardstickError(
+                f"the server URL must be http(s)://host[:port], such as {DEFAULT_URL}, not {url!r}"
+            )
         self.url = url.rstrip("/")
         self.token = token if token is not None else os.environ.get("YARDSTICK_TOKEN") or None
         self.progress_stream = progress_stream
@@ -345,7 +353,12 @@ class Client:
         )
 
     def generate_items(
-        self, slug: str, *, max_per_area: int | None = None, wait: bool = True, timeout: float = DEFAULT_WAIT_SECONDS
+        self,
+        slug: str,
+        *,
+        max_per_area: int | None = None,
+        wait: bool = True,
+        timeout: float = DEFAULT_WAIT_SECONDS,
     ) -> dict:
         """Replaces a draft study's items by all pairs of tokens within each area. The server makes
         few items at once (the import report) and many in a background job (the job; with ``wait``,
@@ -357,7 +370,9 @@ class Client:
             return answer
         return self.wait_for_job(answer, timeout=timeout)
 
-    def wait_for_job(self, job: Mapping, *, timeout: float = DEFAULT_WAIT_SECONDS, poll_seconds: float = 1.0) -> dict:
+    def wait_for_job(
+        self, job: Mapping, *, timeout: float = DEFAULT_WAIT_SECONDS, poll_seconds: float = 1.0
+    ) -> dict:
         """Follows a study's job (``{"url", "status", "done", "total", ...}``) until it is done."""
         deadline = time.monotonic() + timeout
         current = dict(job)
@@ -367,7 +382,9 @@ class Client:
                 if current["status"] == "done":
                     return current
                 if current["status"] == "failed":
-                    raise YardstickError(f"the job failed on the server: {current.get('error') or 'no reason given'}")
+                    raise YardstickError(
+                        f"the job failed on the server: {current.get('error') or 'no reason given'}"
+                    )
                 if time.monotonic() >= deadline:
                     raise WaitTimeout(
                         f"the job is still {current['status']} after {timeout:g} s; it goes on on the server: "
@@ -388,9 +405,7 @@ class Client:
         """Every ballot opened so far: number, status, items, comparisons, votes, percent."""
         return self._json("GET", f"/api/studies/{_quote(slug)}/progress/")
 
-    def watch(
-        self, slug: str, *, poll_seconds: float = 10.0, timeout: float | None = None
-    ) -> list[dict]:
+    def watch(self, slug: str, *, poll_seconds: float = 10.0, timeout: float | None = None) -> list[dict]:
         """Follows a running study with a progress bar (the open ballot's votes) until it finishes;
         returns its ballots' progress then. Raises ``WaitTimeout`` after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -521,7 +536,9 @@ class Client:
     def leaderboard(self, slug: str, *, metric: str = "tau_w", n0: float | None = None) -> dict:
         """The leaderboard of a finished study by ``metric`` (rho_w, tau_w, rho, tau), at ``n0``."""
         params = {"metric": metric, **({} if n0 is None else {"n0": n0})}
-        return self._json("GET", f"/api/studies/{_quote(slug)}/leaderboard/", params=params, authenticated=False)
+        return self._json(
+            "GET", f"/api/studies/{_quote(slug)}/leaderboard/", params=params, authenticated=False
+        )
 
     def card(self, slug: str, *, wait: bool = True, timeout: float = DEFAULT_WAIT_SECONDS) -> dict:
         """The study's instrument card (its .json download). A card being computed is waited for with a

@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collection.models import Study
-from metrics.models import Submission
 from yardstick_client import API_VERSION
 from yardstick_client.cli import main
+
+from collection.models import Study
+from metrics.models import Submission
 
 CLIENT_SOURCE = Path(__file__).resolve().parents[2] / "client"
 
@@ -27,7 +28,9 @@ def test_a_researcher_creates_plans_starts_and_follows_a_study(server, staff_tok
     monkeypatch.setenv("YARDSTICK_URL", server)
     monkeypatch.setenv("YARDSTICK_TOKEN", staff_token)
     tokens = tmp_path / "tokens.csv"
-    tokens.write_text("token,area\n" + "".join(f"{word},colours\n" for word in ["red", "green", "blue", "cyan"]))
+    tokens.write_text(
+        "token,area\n" + "".join(f"{word},colours\n" for word in ["red", "green", "blue", "cyan"])
+    )
 
     created = yardstick(
         "study", "create", "colours", "--name", "Colours", "--tokens", str(tokens),
@@ -46,19 +49,26 @@ def test_a_researcher_creates_plans_starts_and_follows_a_study(server, staff_tok
         "ballot sizes: 6, 3",
         "comparisons:  6, 3 (total 9)",
         f"voting time: {seconds / 60:.1f} person-minutes",
-        *(f"warning: {warning}" for warning in json.loads(yardstick("--json", "study", "plan", "colours")[1])["warnings"]),
+        *(
+            f"warning: {warning}"
+            for warning in json.loads(yardstick("--json", "study", "plan", "colours")[1])["warnings"]
+        ),
     ]
     assert started == (0, f"study 'colours' is running: annotators' link {server}/s/colours/\n", "")
     assert Study.objects.get(slug="colours").status == "running"
     assert [(b["number"], b["votes"], b["comparisons"]) for b in json.loads(progress[1])] == [(1, 0, 6)]
 
 
-def test_a_model_owner_submits_a_csv_and_reads_the_board_and_the_card(server, owner_token, finished_study, tmp_path):
+def test_a_model_owner_submits_a_csv_and_reads_the_board_and_the_card(
+    server, owner_token, finished_study, tmp_path
+):
     common = ["--url", server, "--token", owner_token, "--quiet"]
     status, pairs_csv, _ = yardstick(*common, "pairs", finished_study.slug)
     rows = pairs_csv.splitlines()
     scores = tmp_path / "scores.csv"
-    scores.write_text("item,score\n" + "".join(f"{row.split(',')[0]},{n}\n" for n, row in enumerate(rows[1:])))
+    scores.write_text(
+        "item,score\n" + "".join(f"{row.split(',')[0]},{n}\n" for n, row in enumerate(rows[1:]))
+    )
 
     submitted = yardstick(*common, "submit", finished_study.slug, "by-position", str(scores))
     board = yardstick(*common, "leaderboard", finished_study.slug)
@@ -93,7 +103,10 @@ def test_login_prints_the_token(server, owner, owner_token, monkeypatch):
 
 
 def test_the_command_runs_as_a_process(server):
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CLIENT_SOURCE), os.environ.get("PYTHONPATH", "")])}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(CLIENT_SOURCE), os.environ.get("PYTHONPATH", "")]),
+    }
     environment["YARDSTICK_URL"] = server
 
     finished = subprocess.run(
@@ -104,4 +117,7 @@ def test_the_command_runs_as_a_process(server):
         timeout=60,
     )
 
-    assert (finished.returncode, finished.stdout) == (0, f"client API {API_VERSION}, server API {API_VERSION}\n")
+    assert (finished.returncode, finished.stdout) == (
+        0,
+        f"client API {API_VERSION}, server API {API_VERSION}\n",
+    )

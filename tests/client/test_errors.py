@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 
 import pytest
+from yardstick_client import ApiError, Client, ConnectionFailed, EvaluationFailed, YardstickError
 
 from collection.permissions import IsStaff
 from tests.factories import make_study
-from yardstick_client import ApiError, Client, ConnectionFailed, EvaluationFailed, YardstickError
 
 
 def test_an_unknown_study_is_a_404_with_the_apis_message(server, owner_token):
@@ -19,7 +19,9 @@ def test_an_unknown_study_is_a_404_with_the_apis_message(server, owner_token):
         404,
         "there is no study 'no-such-study'; /models/ lists the finished studies",
     )
-    assert str(raised.value).startswith(f"HTTP 404 on GET {server}/api/studies/no-such-study/pairs/?limit=1000: ")
+    assert str(raised.value).startswith(
+        f"HTTP 404 on GET {server}/api/studies/no-such-study/pairs/?limit=1000: "
+    )
 
 
 def test_a_study_not_finished_refuses_submissions(server, owner_token, transactional_db):

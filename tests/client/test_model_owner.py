@@ -8,11 +8,11 @@ import io
 import numpy as np
 import pytest
 from scipy import stats
+from yardstick_client import Client
 
 from collection.models import Item
 from collection.selectors import study_results
 from metrics.models import StudyFigure, Submission
-from yardstick_client import Client
 
 
 def index_of(study) -> dict[int, int]:
@@ -78,7 +78,9 @@ def test_a_csv_file_is_uploaded_as_a_file(server, owner_token, finished_study, t
     client = Client(server, owner_token)
     pairs = client.pairs(finished_study.slug)
     path = tmp_path / "scores.csv"
-    path.write_text("token_a,token_b,score\n" + "".join(f"{p['token_a']},{p['token_b']},0.5\n" for p in pairs))
+    path.write_text(
+        "token_a,token_b,score\n" + "".join(f"{p['token_a']},{p['token_b']},0.5\n" for p in pairs)
+    )
     path.write_text(path.read_text().replace(",0.5\n", ",0.25\n", 1))  # not every score the same
 
     submission = client.submit(finished_study.slug, "from-csv", csv=path)
@@ -97,7 +99,10 @@ def test_the_leaderboard_lists_the_submitted_models(server, owner_token, finishe
     board = Client(server).leaderboard(finished_study.slug, metric="rho")  # public: no token
 
     assert board["metric"] == "rho"
-    assert {(row["model_name"], row["owner"]) for row in board["rows"]} == {("agrees", "ann"), ("disagrees", "ann")}
+    assert {(row["model_name"], row["owner"]) for row in board["rows"]} == {
+        ("agrees", "ann"),
+        ("disagrees", "ann"),
+    }
     values = {row["model_name"]: row["value"] for row in board["rows"]}
     assert values["agrees"] == pytest.approx(-values["disagrees"])  # reversed scores, mirrored ρ
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 
+from yardstick_client import Client
+
 from collection.models import Study
 from tests.factories import annotators, vote_until
-from yardstick_client import Client
 
 ANIMALS = ["cat", "dog", "horse", "cow", "lion", "tiger", "wolf", "sheep"]
 PLAN = {"ballot_count": 3, "keep_fraction": 0.5, "appearances": 4, "votes_per_annotator_per_ballot": None}
@@ -49,7 +50,9 @@ def test_a_started_study_is_followed_to_its_end(server, staff_token, tmp_path):
     assert [(b["number"], b["status"], b["items"], b["comparisons"], b["votes"]) for b in before] == [
         (1, "open", 28, 56, 0)
     ]
-    assert [(b["number"], b["votes"], b["percent"]) for b in during] == [(1, 20, 35)]  # 20 / 56 = 35.7%, floored
+    assert [(b["number"], b["votes"], b["percent"]) for b in during] == [
+        (1, 20, 35)
+    ]  # 20 / 56 = 35.7%, floored
     assert [(b["number"], b["status"], b["items"], b["votes"]) for b in ballots] == [
         (1, "closed", 28, 56),
         (2, "closed", 14, 28),
@@ -57,7 +60,9 @@ def test_a_started_study_is_followed_to_its_end(server, staff_token, tmp_path):
     ]
     assert client.study("animals")["status"] == "finished"
     bar = stream.getvalue()
-    assert "study animals [##############################] 100%  ballot 3 of 3 (closed): 14 of 14 votes" in bar
+    assert (
+        "study animals [##############################] 100%  ballot 3 of 3 (closed): 14 of 14 votes" in bar
+    )
     assert bar.endswith("\n")
     ranking = client.results("animals")
     assert [row["rank"] for row in ranking] == list(range(1, 29))

@@ -7,7 +7,6 @@ import warnings
 import httpx
 import pytest
 from django.conf import settings
-
 from yardstick_client import API_VERSION, Client, IncompatibleServer, ServerVersionWarning, version_verdict
 
 

@@ -30,7 +30,9 @@ def study():
 
 @pytest.fixture
 def researcher():
-    return get_user_model().objects.create_user("researcher", password=PASSWORD, is_staff=True, is_superuser=True)
+    return get_user_model().objects.create_user(
+        "researcher", password=PASSWORD, is_staff=True, is_superuser=True
+    )
 
 
 def invitation_for(study, **fields) -> Invitation:
@@ -39,7 +41,8 @@ def invitation_for(study, **fields) -> Invitation:
 
 def join(client: Client, invitation: Invitation, username: str = "newowner", password: str = PASSWORD):
     return client.post(
-        f"/models/join/{invitation.key}/", {"username": username, "password1": password, "password2": password}
+        f"/models/join/{invitation.key}/",
+        {"username": username, "password1": password, "password2": password},
     )
 
 
@@ -127,9 +130,9 @@ def test_the_last_use_goes_to_one_account_only(study):
         invitation_accept(invitation=invitation, form=second)
 
     assert refused.value.status == 410
-    assert list(get_user_model().objects.filter(username__in=["first", "second"]).values_list("username", flat=True)) == [
-        "first"
-    ]
+    assert list(
+        get_user_model().objects.filter(username__in=["first", "second"]).values_list("username", flat=True)
+    ) == ["first"]
 
 
 def test_an_unknown_key_is_404():
