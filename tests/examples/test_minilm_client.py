@@ -1,20 +1,17 @@
 """examples/rank_with_minilm.py, the model owner's client.
 
-The unit tests run the client's real HTTP code against a small stand-in server (canned answers, every
-request recorded) and replace only the embedding model, with fixed vectors. The end-to-end test runs it,
-with the real MiniLM model, against the platform on pytest-django's live server; it needs the
-``examples`` extra and, with ``YARDSTICK_REQUIRE_EXAMPLES=1`` (set by .ci/run), fails when it is missing.
+Every test that talks to the API runs the example against the platform on pytest-django's live server,
+through the Python client of client/. Most replace only the embedding model, with fixed vectors; the
+end-to-end test runs the real MiniLM model: it needs the ``examples`` extra and, with
+``YARDSTICK_REQUIRE_EXAMPLES=1`` (set by .ci/run), fails when it is missing.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import socket
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -53,60 +50,6 @@ PAIRS = [
     {"item": 12, "token_a": "car", "token_b": "cat", "area": "things"},
     {"item": 13, "token_a": "dog", "token_b": "car", "area": "things"},
 ]
-
-
-class StubServer:
-    """A stand-in for the Yardstick API on 127.0.0.1: answers by (method, path with query); the last
-    answer of a route repeats. Records (method, path, Authorization header, JSON body) of each request."""
-
-    def __init__(self):
-        self.routes: dict[tuple[str, str], list[tuple[int, object]]] = {}
-        self.requests: list[tuple[str, str, str | None, object]] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                stub.requests.append((self.command, self.path, self.headers.get("Authorization"), body))
-                answers = stub.routes.get((self.command, self.path)) or [(404, {"detail": "Not found."})]
-                status, payload = answers.pop(0) if len(answers) > 1 else answers[0]
-                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def route(self, method: str, path: str, *answers: tuple[int, object]) -> None:
-        self.routes[(method, path)] = list(answers)
-
-
-@pytest.fixture
-def stub():
-    server = StubServer()
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
-
-
-def pairs_page(pairs, *, count=None, next_url=None):
-    return {
-        "count": len(pairs) if count is None else count,
-        "next": next_url,
-        "previous": None,
-        "results": pairs,
-    }
 
 
 EVALUATION = {
@@ -171,163 +114,6 @@ def test_each_distinct_token_is_embedded_once_in_one_call():
     assert token_vectors.index == {"car": 0, "cat": 1, "dog": 2}
 
 
-def test_fetch_pairs_follows_next_and_sends_the_token(stub):
-    first, second = "/api/studies/demo/pairs/?limit=2&offset=0", "/api/studies/demo/pairs/?limit=2&offset=2"
-    stub.route("GET", first, (200, pairs_page(PAIRS[:2], count=3, next_url=stub.url + second)))
-    stub.route("GET", second, (200, pairs_page(PAIRS[2:], count=3)))
-
-    pairs = client.fetch_pairs(client.YardstickApi(stub.url, "KEY"), "demo", page_size=2)
-
-    assert pairs == PAIRS
-    assert [(method, path, auth) for method, path, auth, _ in stub.requests] == [
-        ("GET", first, "Token KEY"),
-        ("GET", second, "Token KEY"),
-    ]
-
-
-def test_a_study_that_is_not_finished_is_explained(stub):
-    stub.route(
-        "GET", "/api/studies/demo/pairs/?limit=500&offset=0", (409, {"detail": "The study is running."})
-    )
-
-    with pytest.raises(client.ClientError) as raised:
-        client.fetch_pairs(client.YardstickApi(stub.url, "KEY"), "demo")
-
-    assert str(raised.value) == (
-        "study 'demo' is not finished, so its items cannot be scored yet (HTTP 409: The study is running.). "
-        "For the demo study: python manage.py simulate_voters --study demo"
-    )
-
-
-def test_a_refused_token_says_how_to_get_one(stub, capsys):
-    stub.route("GET", "/api/studies/demo/pairs/?limit=500&offset=0", (401, {"detail": "Invalid token."}))
-
-    status = client.main(
-        ["--server", stub.url, "--study", "demo", "--token", "WRONG"], model=FakeModel(VECTORS)
-    )
-
-    assert status == 1
-    assert capsys.readouterr().err == (
-        "error: the server did not accept the token (HTTP 401: Invalid token.). Check --token; a key comes "
-        "from POST /api/auth/token/ with your username and password (examples/README.md).\n"
-    )
-
-
-def test_an_unreachable_server_is_named(capsys):
-    with socket.socket() as probe:  # a port that nothing listens on once the probe is closed
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-
-    status = client.main(
-        ["--server", f"http://127.0.0.1:{port}", "--study", "demo", "--token", "KEY"],
-        model=FakeModel(VECTORS),
-    )
-
-    assert status == 1
-    error = capsys.readouterr().err
-    assert error.startswith(f"error: cannot reach the Yardstick server at http://127.0.0.1:{port}/ (")
-    assert "is it running (`make run` serves http://127.0.0.1:8000)" in error
-
-
-def test_a_missing_extra_names_the_install_command_before_any_request(stub, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if it were not installed
-
-    status = client.main(["--server", stub.url, "--study", "demo", "--token", "KEY"])
-
-    assert status == 1
-    assert "pip install -e '.[examples]'" in capsys.readouterr().err
-    assert stub.requests == []
-
-
-def test_a_missing_token_is_refused_before_any_request(stub, capsys, monkeypatch):
-    monkeypatch.delenv("YARDSTICK_TOKEN", raising=False)
-
-    status = client.main(["--server", stub.url, "--study", "demo"], model=FakeModel(VECTORS))
-
-    assert status == 1
-    assert capsys.readouterr().err.startswith("error: no API token: pass --token KEY or set YARDSTICK_TOKEN")
-    assert stub.requests == []
-
-
-def test_a_taken_model_name_suggests_another(stub):
-    detail = "You already submitted a model named 'mini' to this study."
-    stub.route("POST", "/api/studies/demo/submissions/", (409, {"detail": detail, "errors": []}))
-
-    with pytest.raises(client.ClientError) as raised:
-        client.submit(
-            client.YardstickApi(stub.url, "KEY"),
-            study="demo",
-            model_name="mini",
-            pairs=PAIRS,
-            scores=np.ones(3),
-        )
-
-    assert str(raised.value) == (
-        f"the server refused the submission (HTTP 409: {detail}); --model-name NAME submits under another name"
-    )
-
-
-def test_refused_scores_list_the_servers_errors(stub):
-    errors = ["row 1: unknown item 11", "row 2: score is NaN"]
-    answer = {"detail": "; ".join(errors), "errors": errors}  # the detail repeats the list: shown once
-    stub.route("POST", "/api/studies/demo/submissions/", (400, answer))
-
-    with pytest.raises(client.ClientError) as raised:
-        client.submit(
-            client.YardstickApi(stub.url, "KEY"),
-            study="demo",
-            model_name="mini",
-            pairs=PAIRS,
-            scores=np.ones(3),
-        )
-
-    assert str(raised.value) == (
-        f"the server refused the scores: HTTP 400 on POST {stub.url}/api/studies/demo/submissions/: "
-        "2 problem(s)\n  - row 1: unknown item 11\n  - row 2: score is NaN"
-    )
-
-
-def test_the_client_submits_every_score_follows_the_evaluation_and_prints_it(stub, capsys):
-    stub.route("GET", "/api/studies/demo/pairs/?limit=500&offset=0", (200, pairs_page(PAIRS)))
-    created = {
-        "id": 7,
-        "model_name": "mini",
-        "covered": 3,
-        "coverage": 1.0,
-        "status": "pending",
-        "progress": 0,
-    }
-    stub.route("POST", "/api/studies/demo/submissions/", (202, {**created, "url": "/api/submissions/7/"}))
-    stub.route(
-        "GET",
-        "/api/submissions/7/",
-        (200, {**created, "status": "running", "progress": 50, "evaluation": None}),
-        (200, {**created, "status": "done", "progress": 100, "evaluation": EVALUATION}),
-    )
-    leaderboard = {
-        "metric": "tau_w",
-        "rows": [{"model_name": "mini", "owner": "ann", "value": 0.4, "interval": [0.1, 0.7], "rank": 1}],
-    }
-    stub.route("GET", "/api/studies/demo/leaderboard/?metric=tau_w", (200, leaderboard))
-    arguments = ["--server", stub.url, "--study", "demo", "--token", "KEY", "--model-name", "mini"]
-
-    status = client.main(
-        [*arguments, "--description", "test", "--poll-seconds", "0"], model=FakeModel(VECTORS)
-    )
-
-    assert status == 0
-    posted = [body for method, _, _, body in stub.requests if method == "POST"]
-    assert len(posted) == 1
-    assert posted[0]["model_name"] == "mini"
-    assert posted[0]["description"] == "test"
-    assert [row["item"] for row in posted[0]["scores"]] == [11, 12, 13]
-    np.testing.assert_allclose([row["score"] for row in posted[0]["scores"]], [0.96, 0.8, 0.6], rtol=1e-6)
-    output = capsys.readouterr().out
-    assert "  evaluation pending, 0%\n  evaluation running, 50%\n  evaluation done, 100%\n" in output
-    assert client.format_evaluation({"model_name": "mini", "evaluation": EVALUATION}) in output
-    assert "Leaderboard by τ_w (1 models):\n    1 (    1)   0.400  [0.100, 0.700]    mini (ann)" in output
-
-
 def test_format_evaluation_shows_intervals_chance_and_p_values():
     text = client.format_evaluation({"model_name": "mini", "evaluation": EVALUATION})
 
@@ -351,56 +137,163 @@ def test_format_evaluation_shows_intervals_chance_and_p_values():
     )
 
 
-def test_a_dry_run_scores_the_pairs_and_submits_nothing(stub, capsys):
-    stub.route("GET", "/api/studies/demo/pairs/?limit=500&offset=0", (200, pairs_page(PAIRS)))
+# --- against the platform, with fixed vectors -----------------------------------------------------------
+
+# One direction per animal, 0.3 rad apart: the cosine of two animals is cos(0.3 · |i - j|).
+ANIMAL_VECTORS = {
+    word: (np.cos(0.3 * i), np.sin(0.3 * i))
+    for i, word in enumerate(["cat", "dog", "horse", "cow", "lion", "tiger", "wolf", "sheep"])
+}
+
+
+@pytest.fixture
+def owner_token(transactional_db) -> str:
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    owner = get_user_model().objects.create_user("model-owner", password="not-used-here")
+    return Token.objects.create(user=owner).key
+
+
+def test_the_client_submits_every_score_and_prints_the_evaluation_and_the_board(
+    live_server, finished_animal_study, owner_token, capsys
+):
+    from metrics.models import Submission
+
+    arguments = [
+        "--server",
+        live_server.url,
+        "--study",
+        "animals",
+        "--token",
+        owner_token,
+        "--model-name",
+        "fixed",
+    ]
+
+    status = client.main([*arguments, "--description", "test"], model=FakeModel(ANIMAL_VECTORS))
+
+    output = capsys.readouterr().out
+    assert status == 0
+    submission = Submission.objects.get(model_name="fixed")
+    assert (submission.description, submission.coverage) == ("test", 1.0)
+    index_of = {item.index: item for item in finished_animal_study.items.select_related("token_a", "token_b")}
+    expected = [
+        np.cos(0.3 * abs(ANIMALS.index(index_of[i].token_a.text) - ANIMALS.index(index_of[i].token_b.text)))
+        for i in range(28)
+    ]
+    np.testing.assert_allclose(submission.scores, expected, rtol=1e-6)
+    assert "Fetched 28 pairs of study 'animals' (8 distinct tokens)" in output
+    assert f"Submitted 'fixed' as submission {submission.pk}: 28 items covered (100.0%)" in output
+    assert "\nρ_w " in output
+    assert "Leaderboard by τ_w (1 models):\n" in output
+    assert output.rstrip().endswith("fixed (model-owner)")
+
+
+def test_a_dry_run_scores_the_pairs_and_submits_nothing(
+    live_server, finished_animal_study, owner_token, capsys
+):
+    from metrics.models import Submission
 
     status = client.main(
-        ["--server", stub.url, "--study", "demo", "--token", "KEY", "--dry-run"], model=FakeModel(VECTORS)
+        ["--server", live_server.url, "--study", "animals", "--token", owner_token, "--dry-run"],
+        model=FakeModel(ANIMAL_VECTORS),
     )
 
     assert status == 0
-    assert [method for method, *_ in stub.requests] == ["GET"]
-    assert capsys.readouterr().out.endswith(
-        "Dry run: nothing submitted. Most and least related pairs by the model:\n"
-        "    0.960  cat – dog\n"
-        "    0.800  car – cat\n"
-        "    0.600  dog – car\n"
+    assert not Submission.objects.exists()
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("Dry run: nothing submitted. Most and least related pairs by the model:")
+    # Neighbours (|i - j| = 1, seven pairs) first: cos(0.3) = 0.955; last, least related first: cat and
+    # sheep (|i - j| = 7), cos(2.1) = -0.505; two pairs at 6 apart, cos(1.8) = -0.227; then 5 apart, cos(1.5) = 0.071.
+    first = ["0.955"] * 5
+    last = ["-0.505", "-0.227", "-0.227", "0.071", "0.071"]
+    assert [line.split()[0] for line in lines[at + 1 :]] == [*first, "...", *last]
+
+
+def test_a_study_that_is_not_finished_is_explained(live_server, owner_token, capsys):
+    from tests.factories import make_study
+
+    study = make_study()
+
+    status = client.main(
+        ["--server", live_server.url, "--study", study.slug, "--token", owner_token], model=FakeModel(VECTORS)
+    )
+
+    assert status == 1
+    assert capsys.readouterr().err.startswith(
+        f"error: study {study.slug!r} is not finished, so its items cannot be scored yet (HTTP 409: "
     )
 
 
-def test_an_evaluation_that_does_not_finish_in_time_says_where_to_look(stub):
-    running = {"id": 7, "status": "running", "progress": 10, "url": "/api/submissions/7/", "evaluation": None}
-    stub.route("GET", "/api/submissions/7/", (200, running))
+def test_a_refused_token_says_how_to_get_one(live_server, finished_animal_study, capsys):
+    status = client.main(
+        ["--server", live_server.url, "--study", "animals", "--token", "WRONG"], model=FakeModel(VECTORS)
+    )
 
-    with pytest.raises(client.ClientError) as raised:
-        client.wait_for_evaluation(
-            client.YardstickApi(stub.url, "KEY"), running, timeout=0, out=open(os.devnull, "w")
-        )
-
-    assert str(raised.value) == (
-        f"the evaluation is still running after 0 s; it goes on on the server: GET {stub.url}/api/submissions/7/ "
-        "later (with the same token), or wait longer with --timeout"
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "error: the server did not accept the token (HTTP 401: Invalid token.). Check --token; a key comes "
+        "from POST /api/auth/token/ with your username and password (examples/README.md).\n"
     )
 
 
-def test_a_failed_evaluation_reports_the_servers_reason(stub, capsys):
-    pending = {"id": 7, "status": "pending", "progress": 0, "url": "/api/submissions/7/"}
-    stub.route("GET", "/api/submissions/7/", (200, {**pending, "status": "failed", "error": "worker lost"}))
+def test_a_taken_model_name_suggests_another(live_server, finished_animal_study, owner_token, capsys):
+    arguments = [
+        "--server",
+        live_server.url,
+        "--study",
+        "animals",
+        "--token",
+        owner_token,
+        "--model-name",
+        "twice",
+    ]
+    assert client.main(arguments, model=FakeModel(ANIMAL_VECTORS)) == 0
+    capsys.readouterr()
 
-    with pytest.raises(client.ClientError) as raised:
-        client.wait_for_evaluation(client.YardstickApi(stub.url, "KEY"), pending, poll_seconds=0)
+    status = client.main(arguments, model=FakeModel(ANIMAL_VECTORS))
 
-    assert str(raised.value) == "the server could not evaluate submission 7: worker lost"
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "error: the server refused the submission (HTTP 409: you already submitted a model named 'twice' for this "
+        "study; submissions are never replaced, so choose another name); --model-name NAME submits under another "
+        "name\n"
+    )
 
 
-def test_a_submission_done_at_once_is_read_from_its_page(stub, capsys):
-    done = {"id": 7, "status": "done", "progress": 100, "url": "/api/submissions/7/"}  # a 201 answer
-    stub.route("GET", "/api/submissions/7/", (200, {**done, "evaluation": EVALUATION}))
+def test_an_unreachable_server_is_named(capsys):
+    with socket.socket() as probe:  # a port that nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
 
-    submission = client.wait_for_evaluation(client.YardstickApi(stub.url, "KEY"), done, timeout=0)
+    status = client.main(
+        ["--server", f"http://127.0.0.1:{port}", "--study", "demo", "--token", "KEY"],
+        model=FakeModel(VECTORS),
+    )
 
-    assert submission["evaluation"] == EVALUATION
-    assert [(method, path) for method, path, *_ in stub.requests] == [("GET", "/api/submissions/7/")]
+    assert status == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: cannot reach the Yardstick server at http://127.0.0.1:{port} (")
+    assert "is it running, and is the URL right?" in error
+
+
+def test_a_missing_extra_names_the_install_command(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if it were not installed
+
+    status = client.main(["--server", "http://127.0.0.1:9", "--study", "demo", "--token", "KEY"])
+
+    assert status == 1
+    assert "pip install -e '.[examples]'" in capsys.readouterr().err
+
+
+def test_a_missing_token_is_refused(capsys, monkeypatch):
+    monkeypatch.delenv("YARDSTICK_TOKEN", raising=False)
+
+    status = client.main(["--server", "http://127.0.0.1:9", "--study", "demo"], model=FakeModel(VECTORS))
+
+    assert status == 1
+    assert capsys.readouterr().err.startswith("error: no API token: pass --token KEY or set YARDSTICK_TOKEN")
 
 
 # --- end to end: the real model against the platform --------------------------------------------------
@@ -475,8 +368,6 @@ def test_the_client_scores_a_finished_study_with_minilm_and_submits_it(
             key,
             "--timeout",
             "120",
-            "--poll-seconds",
-            "0.2",
         ]
     )
 
