@@ -7,7 +7,7 @@ submission = client.submit("demo", "my-model", {12: 0.83, 13: 0.41})
 print(submission["evaluation"]["tau_w"], client.card("demo")["resolution"])
 """
 
-from .client import API_VERSION, Client, score_rows, version_verdict
+from .client import Client
 from .errors import (
     ApiError,
     ConnectionFailed,
@@ -17,6 +17,8 @@ from .errors import (
     WaitTimeout,
     YardstickError,
 )
+from .scores import score_rows
+from .versions import API_VERSION, version_verdict
 
 __version__ = API_VERSION
 __all__ = [

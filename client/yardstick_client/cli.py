@@ -17,8 +17,9 @@ import warnings
 from collections.abc import Sequence
 from typing import TextIO
 
-from .client import API_VERSION, DEFAULT_URL, Client
+from .client import DEFAULT_URL, Client
 from .errors import YardstickError
+from .versions import API_VERSION
 
 COEFFICIENTS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
 

@@ -14,7 +14,6 @@ import time
 import urllib.parse
 import warnings
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import IO, Any
 
 import httpx
@@ -23,133 +22,23 @@ from .errors import (
     ApiError,
     ConnectionFailed,
     EvaluationFailed,
-    IncompatibleServer,
     ServerVersionWarning,
     WaitTimeout,
     YardstickError,
 )
 from .progress import ProgressBar
+from .scores import CsvSource, read_csv, score_rows
+from .versions import API_VERSION, API_VERSION_HEADER, version_verdict
 
-API_VERSION = "0.2.0"  # the API version this client speaks: the server's settings.API_VERSION
-API_VERSION_HEADER = "X-Yardstick-API-Version"
 DEFAULT_URL = "http://127.0.0.1:8000"
 PAGE_SIZE = 1000  # the API's largest page
 DEFAULT_TIMEOUT_SECONDS = 60.0  # one request
 DEFAULT_WAIT_SECONDS = 600.0  # one wait (an evaluation, a card, a job)
 MAX_CARD_POLL_SECONDS = 30.0  # a card's Retry-After is followed, but never slept longer than this
 
-CsvSource = str | os.PathLike | bytes | IO[bytes]
-
-
-def _version_parts(version: str) -> tuple[int, int]:
-    major, minor, *_ = (version.split(".") + ["0", "0"])[:3]
-    return int(major), int(minor)
-
-
-def version_verdict(server_version: str | None, client_version: str = API_VERSION) -> str | None:
-    """What to say about a server of ``server_version`` to a client of ``client_version``.
-
-    None when they match in major and minor version. Raises ``IncompatibleServer`` when the major
-    versions differ; returns a warning's text when only the minor versions do. A server that states no
-    version predates the header (API 0.1).
-    """
-    if server_version is None:
-        return (
-            f"the server is older than this client: it does not state its API version (API before 0.2, "
-            f"or not a Yardstick server); this client speaks API {client_version}, and calls the server "
-            "lacks will fail with HTTP 404"
-        )
-    try:
-        server, client = _version_parts(server_version), _version_parts(client_version)
-    except ValueError:
-        raise IncompatibleServer(
-            f"the server states an API version that is not one: {server_version!r}"
-        ) from None
-    if server == client:
-        return None
-    relation = "newer" if server > client else "older"
-    if server[0] != client[0]:
-        advice = (
-            "upgrade the client (pip install the client/ folder of the server's release)"
-            if relation == "newer"
-            else f"use a client of API {server[0]}.x, or upgrade the server"
-        )
-        raise IncompatibleServer(
-            f"the server is {relation} than this client: its API is {server_version}, this client speaks "
-            f"{client_version}, and a new major version breaks clients; {advice}"
-        )
-    if relation == "newer":
-        return (
-            f"the server is newer than this client: its API is {server_version}, this client speaks "
-            f"{client_version}; everything here works, but what the server added since is not in this "
-            "client: upgrade it to use that"
-        )
-    return (
-        f"the server is older than this client: its API is {server_version}, this client speaks "
-        f"{client_version}; calls to what was added since will fail with HTTP 404"
-    )
-
 
 def _quote(slug: str) -> str:
     return urllib.parse.quote(str(slug), safe="")
-
-
-def _read_csv(source: CsvSource) -> bytes:
-    """The bytes of a CSV given as a path, bytes, or a binary file open for reading."""
-    if isinstance(source, bytes):
-        return source
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        if not path.is_file():
-            raise YardstickError(f"no CSV file at {str(path)!r}")
-        return path.read_bytes()
-    if hasattr(source, "read"):
-        data = source.read()
-        return data.encode("utf-8") if isinstance(data, str) else data
-    raise TypeError(f"a CSV is a path, bytes or an open file, not {type(source).__name__}")
-
-
-def _number(value: Any) -> float:
-    # numpy scalars, Decimals, ints: anything float() takes; NaN and infinity go to the server, which
-    # names their rows.
-    return float(value)
-
-
-def score_rows(scores: Any, pairs: Sequence[Mapping] | None = None) -> list[dict]:
-    """The API's score rows from a dict or a sequence of scores.
-
-    - a mapping ``{item id: score}`` or ``{(token_a, token_b): score}``;
-    - a sequence of scores (a list, or a numpy array through its ``tolist()``) in the order of ``pairs``,
-      the study's items as ``Client.pairs`` lists them.
-    """
-    if isinstance(scores, Mapping):
-        rows = []
-        for key, value in scores.items():
-            if isinstance(key, tuple | list) and len(key) == 2:
-                rows.append({"token_a": str(key[0]), "token_b": str(key[1]), "score": _number(value)})
-            elif isinstance(key, int) or (hasattr(key, "__index__") and not isinstance(key, bool)):
-                rows.append({"item": int(key), "score": _number(value)})
-            else:
-                raise TypeError(f"a score's key is an item id or a (token_a, token_b) pair, not {key!r}")
-        return rows
-    if hasattr(scores, "tolist"):  # a numpy array, without importing numpy
-        scores = scores.tolist()
-    if isinstance(scores, str | bytes) or not isinstance(scores, Sequence):
-        raise TypeError(
-            "scores are a dict {item id: score}, a dict {(token_a, token_b): score}, or a list or array of "
-            f"scores in the order of pairs; for a CSV file use csv=; got {type(scores).__name__}"
-        )
-    if pairs is None:
-        raise TypeError("a list or array of scores needs the pairs it follows (pairs=client.pairs(study))")
-    if any(isinstance(score, list) for score in scores):
-        raise ValueError("the scores must be one number per pair (a 1-D array)")
-    if len(scores) != len(pairs):
-        raise ValueError(
-            f"{len(scores)} scores for {len(pairs)} pairs: give one score per pair, in their order"
-        )
-    return [
-        {"item": pair["item"], "score": _number(score)} for pair, score in zip(pairs, scores, strict=True)
-    ]
 
 
 class Client:
@@ -339,7 +228,7 @@ class Client:
             "POST",
             f"/api/studies/{_quote(slug)}/tokens/",
             params={"mode": "replace" if replace else "add"},
-            content=_read_csv(tokens),
+            content=read_csv(tokens),
             headers={"Content-Type": "text/csv"},
         )
 
@@ -348,7 +237,7 @@ class Client:
         return self._json(
             "POST",
             f"/api/studies/{_quote(slug)}/items/upload/",
-            content=_read_csv(items),
+            content=read_csv(items),
             headers={"Content-Type": "text/csv"},
         )
 
@@ -474,7 +363,7 @@ class Client:
                 "POST",
                 path,
                 data={"model_name": model_name, "description": description},
-                files={"file": (f"{model_name}.csv", _read_csv(csv), "text/csv")},
+                files={"file": (f"{model_name}.csv", read_csv(csv), "text/csv")},
             )
         else:
             if not isinstance(scores, Mapping) and pairs is None:

@@ -88,3 +88,14 @@ def test_an_older_major_version_is_refused():
 
 def test_the_same_major_and_minor_version_says_nothing():
     assert version_verdict("0.2.7", client_version="0.2.0") is None
+
+
+def test_the_clients_release_is_the_api_version_it_speaks():
+    import tomllib
+    from pathlib import Path
+
+    client_project = tomllib.loads((Path(__file__).resolve().parents[2] / "client" / "pyproject.toml").read_text())
+
+    assert client_project["project"]["version"] == API_VERSION == settings.API_VERSION
+    assert client_project["project"]["dependencies"] == ["httpx>=0.27,<1"]
+    assert client_project["project"]["scripts"] == {"yardstick": "yardstick_client.cli:main"}
