@@ -30,7 +30,6 @@ class InvitationAdmin(admin.ModelAdmin):
     list_select_related = ["study", "created_by"]
     fields = ["study", "note", "max_uses", "expires_at", "link", "state", "uses", "created_by", "created_at"]
     readonly_fields = ["link", "state", "uses", "created_by", "created_at"]
-    autocomplete_fields = ["study"]
     inlines = [InvitedAccountInline]
     actions = ["revoke"]
 

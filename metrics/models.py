@@ -220,13 +220,17 @@ class Invitation(models.Model):
 
     study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="invitations")
     key = models.CharField(max_length=64, unique=True, default=invitation_key, editable=False)
-    note = models.CharField(max_length=200, blank=True, help_text="For whom, as a reminder; never shown to them.")
+    note = models.CharField(
+        max_length=200, blank=True, help_text="For whom, as a reminder; never shown to them."
+    )
     max_uses = models.PositiveIntegerField(
         default=10,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_INVITATION_USES)],
         help_text=f"How many accounts the link may create (1 to {MAX_INVITATION_USES:,}).",
     )
-    uses = models.PositiveIntegerField(default=0, editable=False, help_text="Accounts created with it so far.")
+    uses = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Accounts created with it so far."
+    )
     expires_at = models.DateTimeField(default=two_weeks_from_now, help_text="The link refuses after this.")
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_by = models.ForeignKey(
@@ -255,7 +259,9 @@ class Invitation(models.Model):
 class InvitedAccount(models.Model):
     """An account made through an invitation: who invited it, to which study, and when."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitation_use")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitation_use"
+    )
     invitation = models.ForeignKey(Invitation, on_delete=models.CASCADE, related_name="accounts")
     joined_at = models.DateTimeField(auto_now_add=True)
 

@@ -98,6 +98,8 @@ class Client:
         if self._version_checked or not response.request.url.path.startswith("/api/"):
             return
         stated = response.headers.get(API_VERSION_HEADER)
+        if stated is None and response.is_server_error:
+            return  # a proxy's or gateway's error page says nothing of the server behind it
         verdict = version_verdict(stated)  # raises IncompatibleServer
         self.server_api_version = stated
         self._version_checked = True
@@ -183,7 +185,11 @@ class Client:
     def api_version(self) -> str | None:
         """The server's API version (None for a server before 0.2), checked against this client's."""
         if not self._version_checked:
-            self.request("GET", "/api/schema/", params={"format": "json"}, authenticated=False)
+            try:
+                # Every /api/ answer carries the version: /api/ itself, a small JSON 404, is the cheapest.
+                self._http.request("GET", "/api/")
+            except httpx.TransportError as error:
+                raise ConnectionFailed(f"cannot reach the Yardstick server at {self.url} ({error})") from None
         return self.server_api_version
 
     # --- researchers: studies --------------------------------------------------------------------

@@ -7,7 +7,14 @@ import warnings
 import httpx
 import pytest
 from django.conf import settings
-from yardstick_client import API_VERSION, Client, IncompatibleServer, ServerVersionWarning, version_verdict
+from yardstick_client import (
+    API_VERSION,
+    ApiError,
+    Client,
+    IncompatibleServer,
+    ServerVersionWarning,
+    version_verdict,
+)
 
 
 def test_the_client_speaks_the_servers_api_version(server):
@@ -94,8 +101,29 @@ def test_the_clients_release_is_the_api_version_it_speaks():
     import tomllib
     from pathlib import Path
 
-    client_project = tomllib.loads((Path(__file__).resolve().parents[2] / "client" / "pyproject.toml").read_text())
+    client_project = tomllib.loads(
+        (Path(__file__).resolve().parents[2] / "client" / "pyproject.toml").read_text()
+    )
 
     assert client_project["project"]["version"] == API_VERSION == settings.API_VERSION
     assert client_project["project"]["dependencies"] == ["httpx>=0.27,<1"]
     assert client_project["project"]["scripts"] == {"yardstick": "yardstick_client.cli:main"}
+
+
+def test_a_gateways_error_page_is_not_taken_for_an_old_server():
+    answers = iter(
+        [
+            httpx.Response(502, text="<html>Bad Gateway</html>"),  # nginx while the server restarts
+            httpx.Response(200, json={"rows": []}, headers={"X-Yardstick-API-Version": API_VERSION}),
+        ]
+    )
+    client = Client("http://yardstick.example", transport=httpx.MockTransport(lambda request: next(answers)))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ApiError) as raised:
+            client.leaderboard("demo")
+        client.leaderboard("demo")
+
+    assert raised.value.status == 502
+    assert client.server_api_version == API_VERSION
