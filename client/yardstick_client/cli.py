@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .client import DEFAULT_URL, Client
-from .errors import YardstickError
+from .errors import ServerVersionWarning, YardstickError
 from .versions import API_VERSION
 
 COEFFICIENTS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     err = err if err is not None else sys.stderr
     arguments = parser().parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", ServerVersionWarning)
         try:
             with Client(
                 arguments.url,
@@ -318,5 +318,6 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
             status = 1
         finally:
             for warning in caught:
-                err.write(f"warning: {warning.message}\n")
+                if issubclass(warning.category, ServerVersionWarning):
+                    err.write(f"warning: {warning.message}\n")
     return status

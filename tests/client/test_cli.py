@@ -121,3 +121,16 @@ def test_the_command_runs_as_a_process(server):
         0,
         f"client API {API_VERSION}, server API {API_VERSION}\n",
     )
+
+
+def test_a_newer_server_is_said_on_stderr_and_the_command_goes_on(server, finished_study, settings):
+    settings.API_VERSION = "0.9.0"
+
+    status, out, err = yardstick("--url", server, "--quiet", "leaderboard", finished_study.slug)
+
+    assert status == 0
+    assert out.startswith("Leaderboard by τ_w, n0 = 2:\n")
+    assert err == (
+        f"warning: the server is newer than this client: its API is 0.9.0, this client speaks {API_VERSION}; "
+        "everything here works, but what the server added since is not in this client: upgrade it to use that\n"
+    )
