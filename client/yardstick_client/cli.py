@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .client import DEFAULT_URL, Client
-from .errors import ServerVersionWarning, YardstickError
+from .errors import ApiError, ServerVersionWarning, YardstickError
 from .versions import API_VERSION
 
 COEFFICIENTS = {"rho_w": "ρ_w", "tau_w": "τ_w", "rho": "ρ", "tau": "τ"}
@@ -273,8 +273,11 @@ def run_study(arguments: argparse.Namespace, client: Client, emit) -> None:
             max_per_area=arguments.max_per_area,
             **dict(arguments.settings),
         )
-        plan = client.plan(slug)
-        emit(study, f"study {study['slug']!r} created (draft)\n" + plan_text(plan))
+        try:
+            plan = plan_text(client.plan(slug))
+        except ApiError as refusal:  # created all the same: the plan says what to change before the start
+            plan = f"no plan yet: {refusal.detail}"
+        emit(study, f"study {study['slug']!r} created (draft)\n" + plan)
     elif action == "plan":
         plan = client.plan(slug)
         emit(plan, plan_text(plan))

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from yardstick_client import API_VERSION
+import pytest
+from yardstick_client import API_VERSION, ApiError, Client
 from yardstick_client.cli import main
 
 from collection.models import Study
@@ -134,3 +135,18 @@ def test_a_newer_server_is_said_on_stderr_and_the_command_goes_on(server, finish
         f"warning: the server is newer than this client: its API is 0.9.0, this client speaks {API_VERSION}; "
         "everything here works, but what the server added since is not in this client: upgrade it to use that\n"
     )
+
+
+def test_a_study_whose_plan_is_impossible_is_created_and_says_why(server, staff_token, tmp_path):
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("token,area\nred,colours\ngreen,colours\nblue,colours\n")  # three items
+    common = ["--url", server, "--token", staff_token]
+
+    create = ["study", "create", "two", "--name", "Two", "--tokens", str(tokens), "--set", "ballot_count=6"]
+    status, out, err = yardstick(*common, *create)  # six ballots of three items cannot keep a half each
+
+    with pytest.raises(ApiError) as refused:
+        Client(server, staff_token).plan("two")
+    assert (status, err) == (0, "")
+    assert out == f"study 'two' created (draft)\nno plan yet: {refused.value.detail}\n"
+    assert refused.value.status == 400
