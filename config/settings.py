@@ -303,6 +303,7 @@ REST_FRAMEWORK = {
         "join.address": _rate("THROTTLE_JOIN_ADDRESS", "60/hour"),
         "token.address": _rate("THROTTLE_TOKEN_ADDRESS", "30/min"),
         "submissions.user": _rate("THROTTLE_SUBMISSIONS_USER", "60/hour"),
+        "accounts.address": _rate("THROTTLE_ACCOUNTS_ADDRESS", "20/hour"),  # model owners' sign-ups
     },
     # The proxies in front of gunicorn (nginx, the TLS proxy): the client's address is the one the
     # outermost of them appended to X-Forwarded-For; with none, X-Forwarded-For is ignored.
@@ -328,6 +329,10 @@ AXES_CLIENT_IP_CALLABLE = "common.throttling.login_client_address"  # behind NUM
 AXES_USERNAME_CALLABLE = "common.throttling.login_username"  # a bounded key for an over-long username
 AXES_LOCKOUT_CALLABLE = "common.throttling.login_locked_response"
 AXES_VERBOSE = False  # log the username and address of a failure (cleansed), not a banner at every start
+# Anyone may make a model owner's account at /models/signup/ (metrics/account_views.py); off: only
+# through a study's invitation link, or by staff in the admin.
+MODEL_OWNER_SIGNUP = env.bool("MODEL_OWNER_SIGNUP", default=False)
+
 # The REST API's version (semantic versioning: a new major breaks clients, a new minor adds to the API).
 # The schema publishes it; every /api/ response carries it (common/versioning.py); the Python client in
 # client/ compares it with its own (yardstick_client.API_VERSION).

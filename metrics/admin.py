@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils import timezone
 
-from metrics.invitations import invitation_refusal, invitation_revoke
+from metrics.accounts import invitation_refusal, invitation_revoke
 from metrics.models import Invitation, InvitedAccount
 
 

@@ -246,7 +246,7 @@ class Invitation(models.Model):
                 name="invitation_max_uses_bounded",
                 violation_error_message=f"An invitation creates from 1 to {MAX_INVITATION_USES:,} accounts.",
             ),
-            # Two people following the link at once cannot both take its last use (metrics/invitations.py).
+            # Two people following the link at once cannot both take its last use (metrics/accounts.py).
             models.CheckConstraint(
                 condition=Q(uses__lte=models.F("max_uses")), name="invitation_uses_within_max"
             ),

@@ -2,14 +2,15 @@
 
 from django.urls import path
 
-from metrics import card_views, invitation_views, views
+from metrics import card_views, account_views, views
 
 app_name = "metrics"
 urlpatterns = [
     path("", views.index, name="index"),
     path("login/", views.login, name="login"),
     path("logout/", views.logout, name="logout"),
-    path("join/<str:key>/", invitation_views.join, name="join"),  # a study's invitation link
+    path("join/<str:key>/", account_views.join, name="join"),  # a study's invitation link
+    path("signup/", account_views.signup, name="signup"),  # open sign-up: 404 unless MODEL_OWNER_SIGNUP
     path("studies/<slug:slug>/leaderboard/", views.leaderboard, name="leaderboard"),
     path("studies/<slug:slug>/submit/", views.submit, name="submit"),
     path("studies/<slug:slug>/items.csv", views.pairs_csv, name="items-csv"),

@@ -775,6 +775,7 @@ MATRIX = {
     "models/login/": {"GET": everyone(200), "POST": everyone(200)},
     "models/logout/": {"GET": everyone(405), "POST": everyone("→ /models/")},
     "models/join/<str:key>/": {"GET": everyone(404), "POST": everyone(404)},  # no such invitation
+    "models/signup/": {"GET": everyone(404), "POST": everyone(404)},  # MODEL_OWNER_SIGNUP is off by default
     "models/studies/<slug:slug>/leaderboard/": {
         "GET": everyone(studies(200, 409, 409)),
         "POST": everyone(405),

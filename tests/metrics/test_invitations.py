@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from common.errors import ServiceError
-from metrics.invitations import invitation_accept
+from metrics.accounts import invitation_accept
 from metrics.models import Invitation, InvitedAccount, Submission
 from tests.factories import annotators, make_study, vote_until
 
@@ -147,7 +147,7 @@ def test_a_logged_in_user_is_told_the_link_is_for_new_accounts(study, researcher
     answer = client.get(f"/models/join/{invitation.key}/")
 
     assert answer.status_code == 200
-    assert "this link is for new accounts" in answer.content.decode()
+    assert "this page is for new accounts" in answer.content.decode()
     invitation.refresh_from_db()
     assert invitation.uses == 0
 

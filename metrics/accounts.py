@@ -1,8 +1,9 @@
-"""Invitations: a study's researcher gives a link; whoever follows it creates a model owner's account.
+"""Model owners' accounts: through a study's invitation link, or the open sign-up an operator turns on.
 
 A model owner's account is an ordinary account without staff status: it submits to every finished
-study and reads its own submissions (metrics/api.py), nothing staff-only. The invitation bounds how
-many accounts it makes and until when, and can be revoked.
+study and reads its own submissions (metrics/api.py), nothing staff-only. An invitation bounds how
+many accounts it makes and until when, and can be revoked; the open sign-up (``MODEL_OWNER_SIGNUP``)
+is off by default. Both are limited per client address (``accounts.address``, common/throttling.py).
 """
 
 from __future__ import annotations
@@ -61,3 +62,13 @@ def invitation_accept(*, invitation: Invitation, form: UserCreationForm):
 def invitation_revoke(*, invitation: Invitation) -> None:
     """Withdraws the link; the accounts it made stay."""
     Invitation.objects.filter(pk=invitation.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def account_create(*, form: UserCreationForm):
+    """Creates the account of a valid ``form`` through the open sign-up; returns the user. Raises
+    ``ServiceError`` (409) when its username was taken since the form was checked."""
+    try:
+        with transaction.atomic():
+            return form.save()
+    except IntegrityError:
+        raise ServiceError("That username is taken: choose another.", status=409) from None
