@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from metrics import card_views, account_views, views
+from metrics import account_views, card_views, views
 
 app_name = "metrics"
 urlpatterns = [
