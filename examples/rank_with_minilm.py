@@ -256,7 +256,12 @@ def _default_description() -> str:
 
 
 def run(arguments: argparse.Namespace, *, model=None, out: TextIO) -> None:
-    client = connect(arguments.server, arguments.token)
+    with connect(arguments.server, arguments.token) as client:
+        score_and_submit(client, arguments, model=model, out=out)
+
+
+def score_and_submit(client: Client, arguments: argparse.Namespace, *, model, out: TextIO) -> None:
+    """Fetches the pairs, scores them with ``model`` (MiniLM when None), submits and prints the results."""
     if model is None:
         require_extra()  # before any request: a missing extra is found in a second, not after the fetch
 

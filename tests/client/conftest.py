@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
+from yardstick_client import Client
 
 from collection.models import Study
 from tests.factories import annotators, make_study, vote_until
@@ -43,3 +44,18 @@ def finished_study(transactional_db) -> Study:
     study.refresh_from_db()
     assert study.status == Study.Status.FINISHED
     return study
+
+
+@pytest.fixture
+def connect():
+    """``Client(...)``, closed after the test: its kept-alive connection would hold a thread of the live
+    server, and that thread its database connection, past the test."""
+    made = []
+
+    def client(*args, **options) -> Client:
+        made.append(Client(*args, **options))
+        return made[-1]
+
+    yield client
+    for each in made:
+        each.close()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from yardstick_client import API_VERSION, ApiError, Client
+from yardstick_client import API_VERSION, ApiError
 from yardstick_client.cli import main
 
 from collection.models import Study
@@ -137,7 +137,7 @@ def test_a_newer_server_is_said_on_stderr_and_the_command_goes_on(server, finish
     )
 
 
-def test_a_study_whose_plan_is_impossible_is_created_and_says_why(server, staff_token, tmp_path):
+def test_a_study_whose_plan_is_impossible_is_created_and_says_why(connect, server, staff_token, tmp_path):
     tokens = tmp_path / "tokens.csv"
     tokens.write_text("token,area\nred,colours\ngreen,colours\nblue,colours\n")  # three items
     common = ["--url", server, "--token", staff_token]
@@ -146,7 +146,7 @@ def test_a_study_whose_plan_is_impossible_is_created_and_says_why(server, staff_
     status, out, err = yardstick(*common, *create)  # six ballots of three items cannot keep a half each
 
     with pytest.raises(ApiError) as refused:
-        Client(server, staff_token).plan("two")
+        connect(server, staff_token).plan("two")
     assert (status, err) == (0, "")
     assert out == f"study 'two' created (draft)\nno plan yet: {refused.value.detail}\n"
     assert refused.value.status == 400

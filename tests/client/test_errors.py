@@ -11,9 +11,9 @@ from collection.permissions import IsStaff
 from tests.factories import make_study
 
 
-def test_an_unknown_study_is_a_404_with_the_apis_message(server, owner_token):
+def test_an_unknown_study_is_a_404_with_the_apis_message(connect, server, owner_token):
     with pytest.raises(ApiError) as raised:
-        Client(server, owner_token).pairs("no-such-study")
+        connect(server, owner_token).pairs("no-such-study")
 
     assert (raised.value.status, raised.value.detail) == (
         404,
@@ -24,21 +24,21 @@ def test_an_unknown_study_is_a_404_with_the_apis_message(server, owner_token):
     )
 
 
-def test_a_study_not_finished_refuses_submissions(server, owner_token, transactional_db):
+def test_a_study_not_finished_refuses_submissions(connect, server, owner_token, transactional_db):
     study = make_study()  # running
 
     with pytest.raises(ApiError) as raised:
-        Client(server, owner_token).submit(study.slug, "early", {1: 0.5, 2: 0.1})
+        connect(server, owner_token).submit(study.slug, "early", {1: 0.5, 2: 0.1})
 
     assert raised.value.status == 409
 
 
-def test_bad_rows_are_listed_one_by_one(server, owner_token, finished_study, tmp_path):
+def test_bad_rows_are_listed_one_by_one(connect, server, owner_token, finished_study, tmp_path):
     path = tmp_path / "scores.csv"
     path.write_text("item,score\n999999,0.5\n999998,nan\n")
 
     with pytest.raises(ApiError) as raised:
-        Client(server, owner_token).submit(finished_study.slug, "bad", csv=path)
+        connect(server, owner_token).submit(finished_study.slug, "bad", csv=path)
 
     assert raised.value.status == 400
     assert raised.value.errors == [
@@ -48,8 +48,8 @@ def test_bad_rows_are_listed_one_by_one(server, owner_token, finished_study, tmp
     assert str(raised.value).count("\n  - ") == 2
 
 
-def test_a_model_name_is_used_once(server, owner_token, finished_study):
-    client = Client(server, owner_token)
+def test_a_model_name_is_used_once(connect, server, owner_token, finished_study):
+    client = connect(server, owner_token)
     scores = {item.pk: float(item.index) for item in finished_study.items.all()}
     client.submit(finished_study.slug, "twice", scores, wait=False)
 
@@ -63,18 +63,18 @@ def test_a_model_name_is_used_once(server, owner_token, finished_study):
     )
 
 
-def test_without_a_token_the_error_says_how_to_give_one(server, finished_study, monkeypatch):
+def test_without_a_token_the_error_says_how_to_give_one(connect, server, finished_study, monkeypatch):
     monkeypatch.delenv("YARDSTICK_TOKEN", raising=False)
 
     with pytest.raises(ApiError) as raised:
-        Client(server).pairs(finished_study.slug)
+        connect(server).pairs(finished_study.slug)
 
     assert raised.value.status == 401
     assert raised.value.detail.endswith("(this client has no token: pass token= or set YARDSTICK_TOKEN)")
 
 
-def test_wrong_credentials_are_refused_and_right_ones_give_the_token(server, owner, owner_token):
-    client = Client(server)
+def test_wrong_credentials_are_refused_and_right_ones_give_the_token(connect, server, owner, owner_token):
+    client = connect(server)
     with pytest.raises(ApiError) as raised:
         client.log_in("ann", "not the password")
 
@@ -83,9 +83,9 @@ def test_wrong_credentials_are_refused_and_right_ones_give_the_token(server, own
     assert client.token == owner_token
 
 
-def test_a_model_owner_cannot_create_a_study(server, owner_token):
+def test_a_model_owner_cannot_create_a_study(connect, server, owner_token):
     with pytest.raises(ApiError) as raised:
-        Client(server, owner_token).create_study("Mine", "mine")
+        connect(server, owner_token).create_study("Mine", "mine")
 
     assert (raised.value.status, raised.value.detail) == (403, IsStaff.message)
 
@@ -113,7 +113,9 @@ def test_scores_that_do_not_fit_the_pairs_are_refused_before_sending():
         Client("127.0.0.1:8000")
 
 
-def test_a_failed_evaluation_raises_with_the_servers_reason(server, owner_token, owner, finished_study):
+def test_a_failed_evaluation_raises_with_the_servers_reason(
+    connect, server, owner_token, owner, finished_study
+):
     from metrics.models import Submission
 
     failed = Submission.objects.create(
@@ -129,7 +131,7 @@ def test_a_failed_evaluation_raises_with_the_servers_reason(server, owner_token,
     )
 
     with pytest.raises(EvaluationFailed) as raised:
-        Client(server, owner_token).wait_for_evaluation(failed.pk)
+        connect(server, owner_token).wait_for_evaluation(failed.pk)
 
     assert str(raised.value) == (
         f"the server could not evaluate submission {failed.pk}: the evaluation failed on our side (reference 1234)"

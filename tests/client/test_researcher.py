@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 
-from yardstick_client import Client
-
 from collection.models import Study
 from tests.factories import annotators, vote_until
 
@@ -19,8 +17,8 @@ def tokens_file(tmp_path):
     return path
 
 
-def test_a_study_is_created_from_a_tokens_csv_with_its_items_and_plan(server, staff_token, tmp_path):
-    client = Client(server, staff_token)
+def test_a_study_is_created_from_a_tokens_csv_with_its_items_and_plan(connect, server, staff_token, tmp_path):
+    client = connect(server, staff_token)
 
     study = client.create_study("Animals", "animals", tokens=tokens_file(tmp_path), **PLAN)
     plan = client.plan("animals")
@@ -32,9 +30,9 @@ def test_a_study_is_created_from_a_tokens_csv_with_its_items_and_plan(server, st
     assert plan["total_comparisons"] == 98
 
 
-def test_a_started_study_is_followed_to_its_end(server, staff_token, tmp_path):
+def test_a_started_study_is_followed_to_its_end(connect, server, staff_token, tmp_path):
     stream = io.StringIO()
-    client = Client(server, staff_token, progress=True, progress_stream=stream)
+    client = connect(server, staff_token, progress=True, progress_stream=stream)
     client.create_study("Animals", "animals", tokens=tokens_file(tmp_path), **PLAN)
 
     started = client.start("animals")
@@ -68,8 +66,8 @@ def test_a_started_study_is_followed_to_its_end(server, staff_token, tmp_path):
     assert [row["rank"] for row in ranking] == list(range(1, 29))
 
 
-def test_a_study_can_be_listed_changed_and_its_ballot_closed(server, staff_token, tmp_path):
-    client = Client(server, staff_token)
+def test_a_study_can_be_listed_changed_and_its_ballot_closed(connect, server, staff_token, tmp_path):
+    client = connect(server, staff_token)
     client.create_study("Animals", "animals", tokens=tokens_file(tmp_path), **PLAN)
 
     changed = client.update_study("animals", question="Which two animals are more alike?")

@@ -22,10 +22,10 @@ def version_warnings(caught) -> list:
     return [warning for warning in caught if warning.category is ServerVersionWarning]
 
 
-def test_the_client_speaks_the_servers_api_version(server):
+def test_the_client_speaks_the_servers_api_version(connect, server):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ServerVersionWarning)
-        assert Client(server).api_version() == settings.API_VERSION == API_VERSION
+        assert connect(server).api_version() == settings.API_VERSION == API_VERSION
 
 
 def test_the_schema_states_the_same_version(server):
@@ -41,11 +41,11 @@ def test_every_api_answer_carries_the_version_errors_too(server):
     assert "X-Yardstick-API-Version" not in httpx.get(f"{server}/healthz/").headers
 
 
-def test_a_newer_minor_version_warns_that_the_server_is_newer(server, settings):
+def test_a_newer_minor_version_warns_that_the_server_is_newer(connect, server, settings):
     settings.API_VERSION = "0.3.1"
 
     with pytest.warns(ServerVersionWarning) as caught:
-        version = Client(server).api_version()
+        version = connect(server).api_version()
 
     assert version == "0.3.1"
     assert str(version_warnings(caught)[0].message).startswith(
@@ -53,11 +53,11 @@ def test_a_newer_minor_version_warns_that_the_server_is_newer(server, settings):
     )
 
 
-def test_an_older_minor_version_warns_that_the_server_is_older(server, settings):
+def test_an_older_minor_version_warns_that_the_server_is_older(connect, server, settings):
     settings.API_VERSION = "0.1.0"
 
     with pytest.warns(ServerVersionWarning) as caught:
-        Client(server).api_version()
+        connect(server).api_version()
 
     assert str(version_warnings(caught)[0].message).startswith(
         f"the server is older than this client: its API is 0.1.0, this client speaks {API_VERSION}; "
@@ -73,9 +73,9 @@ def test_a_server_that_states_no_version_is_older():
         assert Client("http://old.example", transport=before_the_header).api_version() is None
 
 
-def test_a_newer_major_version_is_refused_on_the_first_call(server, settings, finished_study):
+def test_a_newer_major_version_is_refused_on_the_first_call(connect, server, settings, finished_study):
     settings.API_VERSION = "1.0.0"
-    client = Client(server)
+    client = connect(server)
 
     with pytest.raises(IncompatibleServer) as raised:
         client.leaderboard(finished_study.slug)
