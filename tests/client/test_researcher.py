@@ -77,3 +77,19 @@ def test_a_study_can_be_listed_changed_and_its_ballot_closed(connect, server, st
     assert changed["question"] == "Which two animals are more alike?"
     assert [study["slug"] for study in client.studies()] == ["animals"]
     assert closing["ballot"] == 1
+
+
+def test_many_items_are_made_by_a_job_that_the_client_follows(
+    connect, server, staff_token, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("collection.limits.SYNC_GENERATION_ITEMS", 10)  # 28 items: a job, as 100,000 would be
+    stream = io.StringIO()
+    client = connect(server, staff_token, progress=True, progress_stream=stream)
+
+    study = client.create_study("Animals", "animals", tokens=tokens_file(tmp_path), **PLAN)
+
+    assert Study.objects.get(slug="animals").items.count() == 28
+    assert study["slug"] == "animals"
+    job = Study.objects.get(slug="animals").jobs.get()
+    assert (job.kind, job.status) == ("items_generate", "done")
+    assert stream.getvalue().endswith("items_generate [##############################] 100%  done\x1b[K\n")
