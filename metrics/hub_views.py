@@ -25,6 +25,7 @@ from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 from collection.permissions import IsStaff
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
+from common.schema import DESCRIPTIONS
 from metrics.hub import DEFAULT_LICENSE, LICENSES, hub_dataset_check, hub_dataset_zip, hub_options
 from metrics.instrument import card_wait_seconds, instrument_card_or_request
 from metrics.serializers import CardComputingSerializer
@@ -58,8 +59,8 @@ def _zip_response(study: Study, archive) -> FileResponse:
     )
 
 
-@require_safe
 @researchers_only
+@require_safe
 def hub_dataset_download(request, slug: str):
     """The dataset folder as a zip (``?license=``, ``?language=`` as the API's); 409 before the end."""
     study = get_object_or_404(Study, slug=slug)
@@ -125,12 +126,15 @@ class HubDatasetView(APIView):
                 CardComputingSerializer,
                 description="The instrument card is being computed: ask again after Retry-After seconds.",
             ),
+            # Every error is JSON, whatever the client accepted (finalize_response): no zip body for them.
             (400, "application/json"): error_response("A license or language that is not offered."),
+            (401, "application/json"): error_response(DESCRIPTIONS[401]),
             (403, "application/json"): error_response(
                 "Not staff, or not a researcher of a study that keeps a hidden test part."
             ),
             (404, "application/json"): error_response("No such study."),
             (409, "application/json"): error_response("The study is not finished."),
+            (503, "application/json"): error_response(DESCRIPTIONS[503]),
         },
     )
     def get(self, request, slug: str):
