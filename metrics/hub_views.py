@@ -16,7 +16,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -25,7 +26,6 @@ from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 from collection.permissions import IsStaff
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
-from common.schema import DESCRIPTIONS
 from metrics.hub import DEFAULT_LICENSE, LICENSES, hub_dataset_check, hub_dataset_zip, hub_options
 from metrics.instrument import card_wait_seconds, instrument_card_or_request
 from metrics.serializers import CardComputingSerializer
@@ -72,17 +72,16 @@ def hub_dataset_download(request, slug: str):
     return _zip_response(study, archive)
 
 
-class ZipRenderer(BaseRenderer):
-    """Lets a client ask for ``Accept: application/zip``; the zip itself is a ``FileResponse``, which
-    REST framework sends as it is, and every other answer is JSON (``HubDatasetView.finalize_response``)."""
+class JsonAnswers(BaseContentNegotiation):
+    """Every answer but the zip is JSON, whatever ``Accept`` or ``?format=`` asks: the zip is a
+    ``FileResponse``, which REST framework sends as it is, so a client asking for application/zip gets
+    it, and its errors in the API's one format (REST framework's documented way to ignore the client)."""
 
-    media_type = ZIP_TYPE
-    format = "zip"
-    charset = None
-    render_style = "binary"
+    def select_parser(self, request, parsers):
+        return parsers[0]
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return JSONRenderer().render(data, renderer_context=renderer_context)
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
 
 
 class HubDatasetView(APIView):
@@ -100,7 +99,8 @@ class HubDatasetView(APIView):
     """
 
     permission_classes = [IsStaff]
-    renderer_classes = [JSONRenderer, ZipRenderer]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = JsonAnswers
 
     @extend_schema(
         summary="A finished study as a Hugging Face dataset (zip of Parquet tables and a dataset card)",
@@ -126,15 +126,13 @@ class HubDatasetView(APIView):
                 CardComputingSerializer,
                 description="The instrument card is being computed: ask again after Retry-After seconds.",
             ),
-            # Every error is JSON, whatever the client accepted (finalize_response): no zip body for them.
+            # Every error is JSON, whatever the client accepted (JsonAnswers).
             (400, "application/json"): error_response("A license or language that is not offered."),
-            (401, "application/json"): error_response(DESCRIPTIONS[401]),
             (403, "application/json"): error_response(
                 "Not staff, or not a researcher of a study that keeps a hidden test part."
             ),
             (404, "application/json"): error_response("No such study."),
             (409, "application/json"): error_response("The study is not finished."),
-            (503, "application/json"): error_response(DESCRIPTIONS[503]),
         },
     )
     def get(self, request, slug: str):
@@ -157,9 +155,3 @@ class HubDatasetView(APIView):
             }
             return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Retry-After": str(wait)})
         return _zip_response(study, hub_dataset_zip(study=study, options=options, card=card))
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        # Errors and the 202 are JSON whatever the client accepted; the zip is sent as it is.
-        if isinstance(response, Response):
-            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
