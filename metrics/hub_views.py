@@ -26,7 +26,8 @@ from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 from collection.permissions import IsStaff
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
-from metrics.hub import DEFAULT_LICENSE, LICENSES, hub_dataset_check, hub_dataset_zip, hub_options
+from metrics.hub import hub_dataset_check, hub_dataset_zip
+from metrics.hub_card import DEFAULT_LICENSE, LICENSES, hub_options
 from metrics.instrument import card_wait_seconds, instrument_card_or_request
 from metrics.serializers import CardComputingSerializer
 from scoring.views import researchers_only

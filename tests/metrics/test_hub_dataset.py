@@ -32,7 +32,7 @@ from collection.exclusion import annotator_exclude
 from collection.models import Annotator, Item, ItemScore, Study, Vote
 from common.errors import ServiceError
 from config.celery import app as celery_app
-from metrics import hub
+from metrics import hub, hub_card, instrument
 from metrics.instrument import instrument_card
 from metrics.models import StudyFigure
 from scoring.selectors import study_dataset
@@ -113,7 +113,7 @@ def load(folder, config=None, *, cache):
 
 def written(study, tmp_path, name="dataset", **options):
     folder = tmp_path / name
-    export = hub.hub_dataset_write(study=study, folder=folder, options=hub.hub_options(**options))
+    export = hub.hub_dataset_write(study=study, folder=folder, options=hub_card.hub_options(**options))
     return folder, export
 
 
@@ -168,13 +168,21 @@ def test_items_carry_the_final_scores_and_ranks_of_the_results(study, tmp_path):
     assert len(rows) == study.items.count() == 28
     for row in rows:
         item = Item.objects.get(study=study, index=row["index"])
-        assert (row["token_a"], row["token_b"], row["area"]) == (item.token_a.text, item.token_b.text, "Area0")
+        assert (row["token_a"], row["token_b"], row["area"]) == (
+            item.token_a.text,
+            item.token_b.text,
+            "Area0",
+        )
         assert row["score"] == item.final_score
         assert row["rank"] == item.final_rank
         assert row["area_rank"] == area_ranks[row["index"]]
         assert row["last_ballot"] == item.last_ballot
         assert (row["sd"], row["lower"], row["upper"]) == pytest.approx(
-            (precision[row["index"]]["sd"], precision[row["index"]]["lower"], precision[row["index"]]["upper"])
+            (
+                precision[row["index"]]["sd"],
+                precision[row["index"]]["lower"],
+                precision[row["index"]]["upper"],
+            )
         )
     assert [row["rank"] for row in rows] == list(range(1, 29))  # first to last
 
@@ -184,7 +192,9 @@ def test_the_ballots_are_the_studys_with_the_published_votes_counted(hidden_stud
     rows = load(folder, "ballots", cache=tmp_path / "cache").to_list()
     published = Counter(vote.ballot.number for vote in public_votes(hidden_study))
 
-    assert [(row["number"], row["status"], row["items"], row["comparisons"], row["votes"]) for row in rows] == [
+    assert [
+        (row["number"], row["status"], row["items"], row["comparisons"], row["votes"]) for row in rows
+    ] == [
         (1, "closed", 42, 168, 168),
         (2, "closed", 21, 84, 84),
     ]
@@ -308,7 +318,11 @@ def test_the_card_has_the_hubs_yaml_header_and_the_studys_design(hidden_study, t
     assert header["size_categories"] == ["n<1K"]
     assert header["task_categories"] == ["sentence-similarity"]
     assert header["configs"] == [
-        {"config_name": "items", "data_files": [{"split": "train", "path": "data/items.parquet"}], "default": True},
+        {
+            "config_name": "items",
+            "data_files": [{"split": "train", "path": "data/items.parquet"}],
+            "default": True,
+        },
         {"config_name": "votes", "data_files": [{"split": "train", "path": "data/votes.parquet"}]},
         {"config_name": "ballots", "data_files": [{"split": "train", "path": "data/ballots.parquet"}]},
     ]
@@ -339,7 +353,7 @@ def test_a_study_without_a_hidden_part_says_so_and_the_size_follows_the_rows(stu
     assert card_header(folder)["license"] == "cc-by-4.0" and card_header(folder)["language"] == ["en"]
     assert "This study keeps none: every item and every vote is here." in (folder / "README.md").read_text()
     assert export.withheld_items == export.withheld_votes == 0
-    assert [hub.size_category(rows) for rows in (999, 1000, 99_999, 100_000, 2_000_000)] == [
+    assert [hub_card.size_category(rows) for rows in (999, 1000, 99_999, 100_000, 2_000_000)] == [
         "n<1K",
         "1K<n<10K",
         "10K<n<100K",
@@ -358,10 +372,10 @@ def test_a_study_without_a_hidden_part_says_so_and_the_size_follows_the_rows(stu
 )
 def test_options_are_checked(options, message):
     if message is None:
-        assert hub.hub_options(**options).languages == ("en",)
+        assert hub_card.hub_options(**options).languages == ("en",)
         return
     with pytest.raises(ServiceError, match=message) as refused:
-        hub.hub_options(**options)
+        hub_card.hub_options(**options)
     assert refused.value.status == 400
 
 
@@ -376,7 +390,9 @@ def test_pseudonyms_are_stable_per_study_and_reveal_no_participant(hidden_study,
     votes = load(first, "votes", cache=cache)["annotator"]
     people = Annotator.objects.filter(study=hidden_study)
     unkeyed = {  # what anyone could compute from an annotator's id or participant id without the secret
-        hashlib.sha256(str(word).encode()).hexdigest()[:16] for p in people for word in (p.pk, p.participant_id)
+        hashlib.sha256(str(word).encode()).hexdigest()[:16]
+        for p in people
+        for word in (p.pk, p.participant_id)
     }
 
     assert votes == load(again, "votes", cache=cache)["annotator"]
@@ -452,7 +468,10 @@ def test_the_api_gives_staff_the_zip_that_loads(hidden_study, tmp_path):
     assert response.streaming
     names = unzipped(b"".join(response.streaming_content), tmp_path)
     slug = hidden_study.slug
-    assert names == [f"{slug}/README.md", *(f"{slug}/data/{n}.parquet" for n in ("ballots", "items", "votes"))]
+    assert names == [
+        f"{slug}/README.md",
+        *(f"{slug}/data/{n}.parquet" for n in ("ballots", "items", "votes")),
+    ]
     folder = tmp_path / "unzipped" / slug
     assert card_header(folder)["license"] == "cc0-1.0"
     assert load(folder, cache=tmp_path / "cache").num_rows == 25
@@ -488,6 +507,23 @@ def test_the_api_says_what_is_wrong(hidden_study):
     assert missing.status_code == 404
 
 
+def test_the_api_answers_202_while_a_large_studys_card_is_computed(hidden_study, monkeypatch):
+    # As for a study of more than CARD_SYNC_ITEMS items whose card is not stored: computed in the background.
+    monkeypatch.setattr(instrument, "CARD_SYNC_ITEMS", 10)
+    StudyFigure.objects.filter(study=hidden_study).delete()
+    client = token_client(staff_user())
+
+    response = client.get(f"/api/studies/{hidden_study.slug}/hub-dataset/", HTTP_ACCEPT="application/zip")
+
+    assert response.status_code == 202
+    assert response["Retry-After"] == "2"
+    assert response.json() == {
+        "detail": f"the instrument card of study {hidden_study.slug!r} (42 items), which the dataset's card "
+        "carries, is being computed; ask again in about 2 s",
+        "retry_after": 2,
+    }
+
+
 def test_the_schema_describes_the_zip():
     client = token_client(staff_user())
     schema = yaml.safe_load(client.get("/api/schema/").content)
@@ -504,7 +540,9 @@ def test_the_results_page_and_the_admin_link_the_download(hidden_study, client):
     url = reverse("export-hub-dataset", args=[hidden_study.slug])
 
     assert url.encode() in client.get(reverse("scoring:results", args=[hidden_study.slug])).content
-    assert url.encode() in client.get(reverse("admin:collection_study_change", args=[hidden_study.pk])).content
+    assert (
+        url.encode() in client.get(reverse("admin:collection_study_change", args=[hidden_study.pk])).content
+    )
     download = client.get(url + "?language=it")
     assert download.status_code == 200 and download["Content-Type"] == "application/zip"
     with zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))) as bundle:

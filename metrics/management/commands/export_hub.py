@@ -10,14 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from collection.models import Study
 from common.errors import ServiceError
-from metrics.hub import (
-    DEFAULT_LICENSE,
-    LICENSES,
-    hub_dataset_push,
-    hub_dataset_write,
-    hub_options,
-    hub_push_check,
-)
+from metrics.hub import hub_dataset_push, hub_dataset_write, hub_push_check
+from metrics.hub_card import DEFAULT_LICENSE, LICENSES, hub_options
 
 
 class Command(BaseCommand):
