@@ -57,8 +57,8 @@ COLUMN_NOTES = {
         "ballot": "the ballot the comparison belonged to",
         "annotator": "a pseudonym, the same for all of one annotator's votes in this study",
         "simulated": "true for a simulated annotator (manage.py simulate_voters), not a person",
-        "excluded": "true when a researcher or the quality rule excluded the annotator after this vote; "
-        "closed ballots, and so the scores, keep such votes",
+        "excluded": "true for an annotator excluded by a researcher or the quality rule; the closed ballots, and "
+        "so the scores, keep their votes",
         "left_index, right_index": "the two items shown (their `index` in `items`), left and right",
         "left_token_a … right_area": "their tokens and semantic areas",
         "choice": "left, right or tie (tie only where the study allowed ties)",
@@ -327,7 +327,7 @@ def _hidden_section(card: Mapping, export: HubExport) -> str:
         "## Hidden test part\n\n"
         f"{count(export.withheld_items)} items ({percent(split.get('hidden_share'), 0)}), drawn from the study's "
         "seed when it started and stratified by semantic area, form its hidden test part, on which its "
-        "leaderboard ranks models. They are **withheld**: their tokens, scores and ranks are not in `items`, "
+        "leaderboard ranks models. They are **withheld**: they are not in `items`, "
         f"and the {count(export.withheld_votes)} votes that involve one of them are not in `votes`. `rank` and "
         "`area_rank` are places within the public part, so they show no gap where a hidden item stands. "
         "The ballots' sizes and vote counts are the whole study's."

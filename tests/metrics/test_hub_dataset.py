@@ -304,6 +304,41 @@ def test_ranks_are_places_within_the_public_part_without_gaps(hidden_study, tmp_
         ]
 
 
+def test_a_study_ranked_per_area_keeps_each_areas_order(tmp_path):
+    eager, celery_app.conf.task_always_eager = celery_app.conf.task_always_eager, True
+    try:
+        study = make_study(
+            tokens=6,
+            areas=2,
+            ballot_count=2,
+            appearances=6,
+            seed=21,
+            ranking_scope=Study.RankingScope.PER_AREA,
+            hidden_share=0.3,
+        )
+        vote_until(study, voters=annotators(study, 6), choose=disagreeing_crowd(study, seed=2))
+    finally:
+        celery_app.conf.task_always_eager = eager
+    study.refresh_from_db()
+    assert study.status == Study.Status.FINISHED
+    folder, _ = written(study, tmp_path)
+    rows = load(folder, cache=tmp_path / "cache").to_list()
+    dataset = study_dataset(study=study)
+    own_area_rank = dataset.area_ranks()
+    hidden = set(Item.objects.filter(study=study, hidden=True).values_list("index", flat=True))
+
+    assert len(rows) == 30 - len(hidden) and hidden
+    for area in ("Area0", "Area1"):
+        in_area = sorted((row for row in rows if row["area"] == area), key=lambda row: row["area_rank"])
+        assert [row["area_rank"] for row in in_area] == list(range(1, len(in_area) + 1))
+        # The same order as the area's own final ranking, its hidden items taken out.
+        own = sorted(
+            (index for index in range(len(dataset)) if dataset.area[index] == area and index not in hidden),
+            key=lambda index: own_area_rank[index],
+        )
+        assert [row["index"] for row in in_area] == own
+
+
 # --- the dataset card --------------------------------------------------------------------------------
 
 
