@@ -330,7 +330,8 @@ def _hidden_section(card: Mapping, export: HubExport) -> str:
         "leaderboard ranks models. They are **withheld**: they are not in `items`, "
         f"and the {count(export.withheld_votes)} votes that involve one of them are not in `votes`. `rank` and "
         "`area_rank` are places within the public part, so they show no gap where a hidden item stands. "
-        "The ballots' sizes and vote counts are the whole study's."
+        "The ballots' sizes and vote counts are the whole study's, as its public instrument card states them: "
+        "with `last_ballot` they tell how many hidden items reached each ballot, never which."
     )
 
 

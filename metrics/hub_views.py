@@ -91,7 +91,7 @@ class HubDatasetView(APIView):
     The zip holds one folder, named for the study's slug, that ``datasets.load_dataset(folder)`` loads:
     ``README.md`` (the dataset card: the Hub's YAML header, the study's design, the instrument card) and
     ``data/items.parquet`` (the default config), ``data/votes.parquet`` and ``data/ballots.parquet``.
-    Query: ``license`` (one of ``metrics.hub.LICENSES``, default cc-by-4.0) and ``language`` (ISO 639
+    Query: ``license`` (one of ``metrics.hub_card.LICENSES``, default cc-by-4.0) and ``language`` (ISO 639
     codes separated by commas, default en). Answers: 200 ``application/zip`` (attachment
     ``<slug>-hub-dataset.zip``); 202 JSON with ``Retry-After`` while the study's instrument card is
     computed in the background (a large study); 400 a bad option; 401/403 not staff, or not a
