@@ -196,15 +196,18 @@ def hub_push_check(*, repo_id: str, token: str) -> None:
         )
 
 
-def hub_dataset_push(*, folder: Path, repo_id: str, token: str, private: bool = True) -> str:
+def hub_dataset_push(
+    *, folder: Path, repo_id: str, token: str, private: bool = True, endpoint: str | None = None
+) -> str:
     """Upload a written dataset folder to the Hugging Face Hub as the dataset ``repo_id`` ("owner/name"),
     creating the repository (private unless ``private`` is False) if it does not exist; returns the
-    commit's URL. Bad arguments are refused (400) before anything is sent (``hub_push_check``)."""
+    commit's URL. ``endpoint`` is another Hub's address (default: huggingface.co, or ``HF_ENDPOINT``).
+    Bad arguments are refused (400) before anything is sent (``hub_push_check``)."""
     hub_push_check(repo_id=repo_id, token=token)
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         raise ServiceError(f"{folder} holds no dataset card (README.md): write the dataset first")
-    api = HfApi(token=token.strip())
+    api = HfApi(endpoint=endpoint, token=token.strip())
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     commit = api.upload_folder(
         folder_path=folder, repo_id=repo_id, repo_type="dataset", commit_message="Yardstick study export"

@@ -10,12 +10,16 @@ finished study of 28 items without a hidden part; and a running study.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
+import json
 import math
 import re
+import threading
 import zipfile
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import datasets
 import numpy as np
@@ -648,3 +652,92 @@ def test_scores_are_floats_and_ranks_integers_in_parquet(hidden_study, tmp_path)
     schema = pq.read_schema(folder / "data" / "items.parquet")
     assert (str(schema.field("score").type), str(schema.field("rank").type)) == ("double", "int32")
     assert np.isfinite(pq.read_table(folder / "data" / "items.parquet").column("score").to_numpy()).all()
+
+
+# --- the push, to a Hub on this machine ---------------------------------------------------------------
+
+
+class RecordingHub(BaseHTTPRequestHandler):
+    """The four calls a push makes (create the repository, validate the card's YAML, ask how to upload
+    each file, commit), answered as the Hub answers them; every request recorded. Nothing leaves the
+    machine: the server listens on the loopback address."""
+
+    requests: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.requests.append((self.path, self.headers.get("Authorization"), body))
+        base = f"http://{self.server.server_address[0]}:{self.server.server_address[1]}"
+        if self.path == "/api/repos/create":
+            answer = {"url": f"{base}/datasets/lab/words", "name": "lab/words", "id": "1"}
+        elif self.path == "/api/validate-yaml":
+            answer = {"errors": [], "warnings": []}
+        elif self.path.endswith("/preupload/main"):
+            files = json.loads(body)["files"]
+            answer = {
+                "files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
+            }
+        elif self.path.endswith("/commit/main"):
+            answer = {"commitUrl": f"{base}/datasets/lab/words/commit/c0ffee", "commitOid": "c0ffee"}
+        else:
+            self.send_error(404)
+            return
+        payload = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def local_hub():
+    RecordingHub.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordingHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", RecordingHub.requests
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_command_pushes_the_folder_to_a_private_dataset_repository(study, tmp_path, local_hub):
+    endpoint, requests = local_hub
+    out = io.StringIO()
+    folder = tmp_path / "dataset"
+
+    call_command(
+        "export_hub",
+        study.slug,
+        str(folder),
+        "--push",
+        "lab/words",
+        "--token",
+        "hf_secret",
+        "--endpoint",
+        endpoint,
+        stdout=out,
+    )
+
+    assert out.getvalue().splitlines()[-1] == f"pushed to {endpoint}/datasets/lab/words/commit/c0ffee"
+    paths = [path for path, _, _ in requests]
+    assert paths[0] == "/api/repos/create"
+    assert paths[-1] == "/api/datasets/lab/words/commit/main"
+    assert {authorization for _, authorization, _ in requests} == {"Bearer hf_secret"}
+    created = json.loads(requests[0][2])
+    assert (created["name"], created["organization"], created["type"]) == ("words", "lab", "dataset")
+    assert created.get("visibility") == "private" or created.get("private") is True
+    # The commit carries every file of the folder, byte for byte.
+    lines = [json.loads(line) for line in requests[-1][2].splitlines()]
+    files = {
+        line["value"]["path"]: base64.b64decode(line["value"]["content"])
+        for line in lines
+        if line["key"] == "file"
+    }
+    on_disk = {
+        path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()
+    }
+    assert files == on_disk

@@ -34,6 +34,9 @@ class Command(BaseCommand):
             "--token", help="a Hub token with write access (default: the HF_TOKEN environment variable)"
         )
         parser.add_argument("--public", action="store_true", help="create the Hub repository public")
+        parser.add_argument(
+            "--endpoint", help="another Hub's address (default: huggingface.co, or HF_ENDPOINT)"
+        )
 
     def handle(self, *args, **options):
         study = Study.objects.filter(slug=options["slug"]).first()
@@ -59,7 +62,11 @@ class Command(BaseCommand):
                 )
             if options["push"]:
                 url = hub_dataset_push(
-                    folder=export.folder, repo_id=options["push"], token=token, private=not options["public"]
+                    folder=export.folder,
+                    repo_id=options["push"],
+                    token=token,
+                    private=not options["public"],
+                    endpoint=options["endpoint"],
                 )
                 self.stdout.write(f"pushed to {url}")
         except ServiceError as exc:
