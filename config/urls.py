@@ -11,6 +11,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from common.api import not_found
 from config.views import health, home, metrics
 from metrics.api import TokenObtainView
+from metrics.hub_views import hub_dataset_download
 
 # The API docs, served from drf-spectacular-sidecar under the site's Content-Security-Policy; our
 # templates drop drf-spectacular's inline <style> (and ReDoc's Google Fonts). What each page adds:
@@ -38,6 +39,8 @@ urlpatterns = [
     path("api/auth/token/", TokenObtainView.as_view(), name="api-token"),
     path("api/", include("collection.api_urls")),
     path("api/", include("metrics.api_urls")),
+    # Beside the scoring app's exports; served by the metrics app, which the dataset card needs.
+    path("studies/<slug:slug>/export/hub-dataset.zip", hub_dataset_download, name="export-hub-dataset"),
     path("studies/", include("scoring.urls")),
     path("models/", include("metrics.urls")),
     # Browsers ask for /favicon.ico whatever a page links: the static file's address, which WhiteNoise serves.

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from metrics import api
+from metrics import api, hub_views
 
 app_name = "metrics-api"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("studies/<slug:slug>/leaderboard/", api.LeaderboardView.as_view(), name="study-leaderboard"),
     path("studies/<slug:slug>/annotators/", api.AnnotatorsView.as_view(), name="study-annotators"),
     path("studies/<slug:slug>/card/", api.CardView.as_view(), name="study-card"),
+    path("studies/<slug:slug>/hub-dataset/", hub_views.HubDatasetView.as_view(), name="study-hub-dataset"),
     path("submissions/", api.SubmissionListView.as_view(), name="submissions"),
     path("submissions/<int:submission_id>/", api.SubmissionDetailView.as_view(), name="submission-detail"),
     path(

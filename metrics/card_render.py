@@ -139,26 +139,40 @@ def _markdown_block(block) -> list[str]:
     raise TypeError(f"unknown block {block!r}")
 
 
-def card_markdown(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> str:
+def card_markdown(
+    card: Mapping,
+    *,
+    item_labels: Mapping[int, str] | None = None,
+    heading_level: int = 1,
+    appendix_note: str | None = None,
+) -> str:
     """The instrument card as a Markdown datasheet: procedure, principle, precision, repeatability,
     reproducibility, resolution, chance level, how to cite it, and the settings changed after the
-    start. Long per-item tables go to an appendix at the end."""
+    start. Long per-item tables go to an appendix at the end.
+
+    ``heading_level`` is the level of the title (2 nests the card in another document); with an
+    ``appendix_note`` the per-item tables are left out and the note says where they are instead.
+    """
     document = card_document(card, item_labels=item_labels)
-    parts = [f"# Instrument card: {document.title}"]
+
+    def heading(depth: int, text: str) -> str:
+        return "#" * (heading_level + depth) + " " + text
+
+    parts = [heading(0, f"Instrument card: {document.title}")]
     parts.append(f"Study `{document.slug}`, status **{document.status}**, card version {document.version}.")
     parts += [f"> **{notice}**" for notice in document.notices]
     appendix = []
     for section in document.sections:
-        parts.append(f"## {section.heading}")
+        parts.append(heading(1, section.heading))
         for block in section.blocks:
             if isinstance(block, Table) and block.collapsed:
                 appendix.append((section, block))
-                parts.append(f"*{block.caption} See the appendix.*")
+                parts.append(f"*{block.caption} {appendix_note or 'See the appendix.'}*")
                 continue
             parts += _markdown_block(block)
-    if appendix:
-        parts.append("## Appendix")
+    if appendix and appendix_note is None:
+        parts.append(heading(1, "Appendix"))
         for section, block in appendix:
-            parts.append(f"### {section.title}: per item")
+            parts.append(heading(2, f"{section.title}: per item"))
             parts += _markdown_block(block)
     return "\n\n".join(parts) + "\n"

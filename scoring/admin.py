@@ -82,6 +82,8 @@ EXPORTS = (
     ("scoring:export-annotators-csv", "Annotators (CSV)"),
     ("scoring:export-checks-csv", "Check answers (CSV)"),
 )
+# The public dataset (metrics.hub): a finished study's only, its hidden test part withheld.
+HUB_DATASET = ("export-hub-dataset", "Hugging Face dataset (zip; hidden test part withheld)")
 
 
 class StudyAdmin(PlanTargetAdmin, CollectionStudyAdmin):
@@ -102,7 +104,11 @@ class StudyAdmin(PlanTargetAdmin, CollectionStudyAdmin):
         context = super()._study_panels(request, study)
         if not study.is_draft:
             context["results_url"] = reverse("scoring:results", args=[study.slug])
-            context["exports"] = [(label, reverse(name, args=[study.slug])) for name, label in EXPORTS]
+            finished = study.status == Study.Status.FINISHED
+            context["exports"] = [
+                (label, reverse(name, args=[study.slug]))
+                for name, label in (*EXPORTS, *([HUB_DATASET] if finished else []))
+            ]
         context.update(self._simulations_context(study))
         return context
 

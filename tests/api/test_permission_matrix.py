@@ -734,6 +734,8 @@ MATRIX = {
     "api/studies/<slug:slug>/annotators/": {"GET": everyone(studies(200, 409, 409))},
     # Public as the card page is; a draft has no card yet (409), as the .md and .json downloads answer.
     "api/studies/<slug:slug>/card/": {"GET": everyone(studies(200, 200, 409))},
+    # The public dataset is the researchers' to publish: staff only, a finished study only (409 before).
+    "api/studies/<slug:slug>/hub-dataset/": {"GET": staff_api(studies(200, 409, 409))},
     "api/submissions/": {
         "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 200, "staff": 200}
     },
@@ -770,6 +772,10 @@ MATRIX = {
     "studies/<slug:slug>/export/without-excluded.csv": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "studies/<slug:slug>/export/hub-dataset.zip": {
+        "GET": staff_only(studies(200, 409, 409), ADMIN_LOGIN),
+        "POST": staff_only(405, ADMIN_LOGIN),
     },
     "models/": {"GET": everyone(200), "POST": everyone(405)},
     "models/login/": {"GET": everyone(200), "POST": everyone(200)},
