@@ -15,9 +15,9 @@ PYTEST_ARGS ?=
 # the demo study (990 items, running; does nothing if it exists). `make run RUN_SETUP=` skips it.
 RUN_SETUP ?= $(MANAGE) load_demo
 
-.PHONY: install run test lint worker beat
+.PHONY: install messages run test lint worker beat
 
-install: $(INSTALL_STAMP)
+install: $(INSTALL_STAMP) messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,13 +26,19 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[test]'
 	touch $(INSTALL_STAMP)
 
-run: $(INSTALL_STAMP)
+# The annotators' pages' catalogs (locale/*/LC_MESSAGES/*.po) compiled by gettext's msgfmt (Debian's
+# `gettext` package) into the .mo files Django reads. Runs every time: compilemessages skips a catalog whose
+# .mo is newer than its .po, so that a changed or new .po is compiled and an unchanged one costs nothing.
+messages: $(INSTALL_STAMP)
+	$(MANAGE) compilemessages --ignore=.venv
+
+run: install
 	$(MANAGE) migrate --noinput
 	$(RUN_SETUP)
 	$(MANAGE) ensure_admin --url http://$(HOST):$(PORT)/admin/
 	$(MANAGE) runserver $(HOST):$(PORT)
 
-test: $(INSTALL_STAMP)
+test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(INSTALL_STAMP)
