@@ -134,16 +134,18 @@ def study_language_notices(*, study: Study) -> list[str]:
     """What the researcher should know of the study's languages: languages annotators asked for in which
     the study has no texts (they saw the study's language), and translations lacking a check's
     instruction (not offered until complete)."""
-    names = dict(settings.LANGUAGES)
-    own = names.get(study.language, study.language)
+    def name(language: str) -> str:  # in English, the admin's language
+        return get_language_info(language)["name"]
+
+    own = name(study.language)
     notices = []
     offered = {translation.language for translation in study.translations.all()}
     for language in sorted(offered):
         if study_texts(study=study, language=language) is None:
             notices.append(
-                f"The {names.get(language, language)} texts lack the instruction of an instructed-response "
-                f"check (Checks: translations): annotators asking for {names.get(language, language)} see "
-                f"the pages in {own} until every instructed check has it."
+                f"The {name(language)} texts lack the instruction of an instructed-response check (Check "
+                f"translations): annotators asking for {name(language)} see the pages in {own} until every "
+                "instructed check has it."
             )
     asked = (
         Annotator.objects.filter(study=study, simulated=False)
@@ -155,7 +157,7 @@ def study_language_notices(*, study: Study) -> list[str]:
         .order_by("-count", "language_asked")
     )
     for row in asked:
-        count, language = row["count"], names.get(row["language_asked"], row["language_asked"])
+        count, language = row["count"], name(row["language_asked"])
         people = "1 annotator" if count == 1 else f"{count:,} annotators"
         notices.append(
             f"{people} asked for {language}, in which this study has no texts (Translations): they saw "
