@@ -30,6 +30,8 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 # `gettext` package) into the .mo files Django reads. Runs every time: compilemessages skips a catalog whose
 # .mo is newer than its .po, so that a changed or new .po is compiled and an unchanged one costs nothing.
 messages: $(INSTALL_STAMP)
+	@command -v msgfmt >/dev/null || { echo "make needs gettext's msgfmt to compile the annotators' translations:" \
+		"install the 'gettext' package (Debian/Ubuntu: apt-get install gettext; macOS: brew install gettext)" >&2; exit 1; }
 	$(MANAGE) compilemessages --ignore=.venv
 
 run: install
