@@ -58,7 +58,9 @@ def vote_by_key(page, key: str, participant: str) -> str:
     page.keyboard.press(key)
     expect(page.locator("input[name=assignment]")).not_to_have_value(assignment)
     expect(page.locator("#choice-left")).to_be_enabled()
-    return Vote.objects.filter(annotator__participant_id=participant, assignment_id=int(assignment)).get().choice
+    return (
+        Vote.objects.filter(annotator__participant_id=participant, assignment_id=int(assignment)).get().choice
+    )
 
 
 @pytest.mark.parametrize("language, right_to_left", [("de", False), ("ar", True)])
@@ -70,6 +72,7 @@ def test_the_voting_page_mirrors_right_to_left_and_each_arrow_chooses_the_pair_o
     participant = f"p-{language}"
     page.goto(f"{live_server.url}/s/{study.slug}/?participant={participant}&lang={language}")
     expect(page.get_by_role("heading", level=1)).to_have_text(TEXTS[language]["name"])
+    page.screenshot(path=str(screenshot_path(tmp_path, f"entry-{language}.png")), full_page=True)
     page.locator("#consent").check()
     page.locator("form.consent button[type=submit]").click()
     page.wait_for_url(f"{live_server.url}/s/{study.slug}/vote/")

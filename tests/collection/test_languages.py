@@ -5,6 +5,7 @@ import re
 
 import pytest
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
@@ -297,3 +298,22 @@ def test_the_unavailable_page_speaks_the_browsers_language():
     body = response.content.decode()
     assert (response.status_code, response["Content-Language"]) == (503, "it")
     assert '<html lang="it" dir="ltr">' in body and "<h1>Momentaneamente non disponibile</h1>" in body
+
+
+def test_a_translation_is_of_another_language_and_has_the_instructions_the_study_has():
+    study = spanish_study()
+
+    with pytest.raises(ValidationError) as own:
+        StudyTranslation(study=study, language="es", **SPANISH).full_clean()
+    with pytest.raises(ValidationError) as without_instructions:
+        StudyTranslation(
+            study=study, language="de", name=GERMAN["name"], question=GERMAN["question"]
+        ).full_clean()
+    StudyTranslation(study=study, language="de", **GERMAN).full_clean()
+
+    assert own.value.message_dict == {
+        "language": ["This is the study's own language: its texts are the study's fields above."]
+    }
+    assert without_instructions.value.message_dict == {
+        "instructions": ["The study has instructions: give them in this language too."]
+    }
