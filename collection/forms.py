@@ -359,7 +359,9 @@ class CheckFormSet(forms.BaseInlineFormSet):
         return study_items_by_tokens(study=self.instance)
 
 
-ASSIGNMENT_MISSING = gettext_lazy("the form did not say which comparison you voted on; open it again and vote")
+ASSIGNMENT_MISSING = gettext_lazy(
+    "the form did not say which comparison you voted on; open it again and vote"
+)
 ASSIGNMENT_OUT_OF_RANGE = format_lazy(
     gettext_lazy(
         "the form did not name a comparison of yours (its number must be a whole number from 1 to "

@@ -134,6 +134,7 @@ def study_language_notices(*, study: Study) -> list[str]:
     """What the researcher should know of the study's languages: languages annotators asked for in which
     the study has no texts (they saw the study's language), and translations lacking a check's
     instruction (not offered until complete)."""
+
     def name(language: str) -> str:  # in English, the admin's language
         return get_language_info(language)["name"]
 

@@ -128,7 +128,9 @@ def _vote_refused(*, status: str, ballot_open: bool, ballot_number: int, expired
         )
     if status != Assignment.Status.ACTIVE or expired:
         return ServiceError(
-            gettext("your time for this comparison ran out and it went back to the pool; ask for the next one"),
+            gettext(
+                "your time for this comparison ran out and it went back to the pool; ask for the next one"
+            ),
             status=409,
         )
     return ServiceError(gettext("this comparison no longer takes votes"), status=409)

@@ -124,16 +124,17 @@ def test_a_language_without_the_studys_texts_shows_the_whole_page_in_the_study_l
     assert page(shown).text["instructions-heading"] == "Instrucciones"
     assert page(voting).text["question"] == SPANISH["question"]
     assert Annotator.objects.get(study=study, participant_id="p1").language_asked == "ar"
-    notices = [
-        str(m)
-        for m in admin_client.get(reverse("admin:collection_study_change", args=[study.pk])).context[
-            "messages"
-        ]
-    ]
+    study_page = admin_client.get(reverse("admin:collection_study_change", args=[study.pk]))
+    notices = [str(message) for message in study_page.context["messages"]]
     assert (
         "1 annotator asked for Arabic, in which this study has no texts (Translations): they saw the pages "
         "in Spanish."
     ) in notices
+    # The German texts, in the study page's Translations inline.
+    translations = next(
+        f for f in study_page.context["inline_admin_formsets"] if f.formset.prefix == "translations"
+    )
+    assert [form.instance.language for form in translations.formset.forms] == ["de"]
 
 
 def test_a_translation_lacking_a_checks_instruction_is_not_offered_until_it_has_it(admin_client):
