@@ -278,8 +278,9 @@ def finish(request, study, language):
     return redirect("collection:vote", slug=study.slug)
 
 
-# The voting page's messages in one language; the same for everyone, so any cache may keep them a day.
-_catalog = cache_control(public=True, max_age=24 * 60 * 60)(JavaScriptCatalog.as_view(domain="djangojs"))
+# The voting page's messages in one language, the same for everyone: any cache may keep them an hour (a
+# deployment with new translations reaches every browser within it).
+_catalog = cache_control(public=True, max_age=60 * 60)(JavaScriptCatalog.as_view(domain="djangojs"))
 
 
 @require_GET

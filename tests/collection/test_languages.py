@@ -223,7 +223,7 @@ def test_the_script_catalog_is_the_pages_language_and_only_an_offered_one():
     unknown = Client().get("/s/catalog/xx.js")
 
     assert german.status_code == 200 and "Stimme gespeichert." in german.content.decode()
-    assert "max-age=86400" in german["Cache-Control"]
+    assert "max-age=3600" in german["Cache-Control"]
     assert unknown.status_code == 404
 
 
