@@ -14,11 +14,16 @@ COPY . /app
 
 # `pip install .` brings the dependencies of pyproject.toml. The code itself runs from /app
 # (PYTHONPATH), where manage.py, templates/ and static/ are, so that BASE_DIR is /app.
+# The annotators' catalogs (locale/) are compiled with gettext's msgfmt, which leaves the image after.
 # The metrics kernels are compiled at the build into numba's cache (NUMBA_CACHE_DIR, owned by the
 # user): a worker process then loads them as it starts (config/celery.py) instead of compiling them
 # (numba compiles again only on a CPU other than the build's).
 RUN pip install . \
     && rm -rf build *.egg-info \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends gettext \
+    && python manage.py compilemessages \
+    && apt-get purge -y gettext && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
     && useradd --system --create-home --uid 10001 yardstick \
     && mkdir -p /app/var/metrics /app/staticfiles \
     && python -c "import metrics.kernels as kernels; kernels.compile_all()" \

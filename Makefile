@@ -15,9 +15,9 @@ PYTEST_ARGS ?=
 # the demo study (990 items, running; does nothing if it exists). `make run RUN_SETUP=` skips it.
 RUN_SETUP ?= $(MANAGE) load_demo
 
-.PHONY: install run test lint worker beat
+.PHONY: install messages run test lint worker beat
 
-install: $(INSTALL_STAMP)
+install: $(INSTALL_STAMP) messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,13 +26,21 @@ $(INSTALL_STAMP): pyproject.toml client/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[test]' -e ./client
 	touch $(INSTALL_STAMP)
 
-run: $(INSTALL_STAMP)
+# The annotators' pages' catalogs (locale/*/LC_MESSAGES/*.po) compiled by gettext's msgfmt (Debian's
+# `gettext` package) into the .mo files Django reads. Runs every time: compilemessages skips a catalog whose
+# .mo is newer than its .po, so that a changed or new .po is compiled and an unchanged one costs nothing.
+messages: $(INSTALL_STAMP)
+	@command -v msgfmt >/dev/null || { echo "make needs gettext's msgfmt to compile the annotators' translations:" \
+		"install the 'gettext' package (Debian/Ubuntu: apt-get install gettext; macOS: brew install gettext)" >&2; exit 1; }
+	$(MANAGE) compilemessages --ignore=.venv
+
+run: install
 	$(MANAGE) migrate --noinput
 	$(RUN_SETUP)
 	$(MANAGE) ensure_admin --url http://$(HOST):$(PORT)/admin/
 	$(MANAGE) runserver $(HOST):$(PORT)
 
-test: $(INSTALL_STAMP)
+test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(INSTALL_STAMP)

@@ -28,6 +28,7 @@ from collection.identity import (
     remembered_annotator_of_study,
     remembered_annotators,
 )
+from collection.languages import StudyTexts, annotator_language
 from collection.models import Annotator, Exclusion, Study, StudyChange, StudyJob
 from collection.permissions import (
     AnnotatorSessionAuthentication,
@@ -501,7 +502,7 @@ class ComparisonNextView(AnnotatorEndpoint):
             if result.retry_after_seconds is not None:
                 headers["Retry-After"] = str(result.retry_after_seconds)
             return Response(status=status.HTTP_204_NO_CONTENT, headers=headers)
-        return Response(next_comparison_body(study, result))
+        return Response(next_comparison_body(study, result, annotator_language(request, study).texts))
 
 
 class FinishView(AnnotatorEndpoint):
@@ -549,13 +550,15 @@ class FinishView(AnnotatorEndpoint):
 _EXPIRES_AT = serializers.DateTimeField()  # as NextComparisonSerializer writes it
 
 
-def next_comparison_body(study: Study, result: voting.NextResult) -> dict:
+def next_comparison_body(study: Study, result: voting.NextResult, texts: StudyTexts) -> dict:
     """The body of NextComparisonSerializer, laid out from what the lease returned: a vote's answer and
-    GET next send it on every judgement, so it is built from plain values, without a serializer."""
+    GET next send it on every judgement, so it is built from plain values, without a serializer.
+    ``texts``: the study's texts in the annotator's language (``collection.languages``)."""
     return {
         "assignment": result.assignment.pk,
         "expires_at": _EXPIRES_AT.to_representation(result.assignment.expires_at),
-        "question": result.question(study),  # a check's instruction, if an instructed-response check
+        # A check's instruction, if an instructed-response check; else the study's question.
+        "question": texts.question_shown(result.instruction),
         "allow_ties": study.allow_ties,
         "left": result.sides["left"],
         "right": result.sides["right"],
@@ -570,14 +573,19 @@ class VoteView(AnnotatorEndpoint):
     throttle_scope = "vote"
 
     @staticmethod
-    def judgement_body(annotator, vote, created, result) -> tuple[dict, int]:
+    def judgement_body(request, annotator, vote, created, result) -> tuple[dict, int]:
         """The answer to a judgement: its body and status."""
+        if result.assignment:
+            texts = annotator_language(request, annotator.study).texts
+            next_body = next_comparison_body(annotator.study, result, texts)
+        else:
+            next_body = None
         body = {
             "vote": vote.pk,
             "assignment": vote.assignment_id,
             "choice": vote.choice,
             "created": created,
-            "next": next_comparison_body(annotator.study, result) if result.assignment else None,
+            "next": next_body,
             "next_reason": result.reason,
             "next_retry_after": result.retry_after_seconds,
         }
@@ -630,7 +638,7 @@ class VoteView(AnnotatorEndpoint):
             )
         else:
             annotator, vote, created, result = judgement
-        return Response(*self.judgement_body(annotator, vote, created, result))
+        return Response(*self.judgement_body(request, annotator, vote, created, result))
 
     @staticmethod
     def _annotator_of_assignment(request, assignment_id: int):

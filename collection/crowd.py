@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db.models import Count, Max, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from collection.models import Annotator, Study, Vote
 from collection.studies import study_plan
@@ -171,20 +172,20 @@ def platform_parameters(data) -> tuple[dict[str, str], str]:
     for name, value in values.items():
         limit = MAX_SUBMIT_URL_LENGTH if name == "turkSubmitTo" else MAX_PLATFORM_ID_LENGTH
         if not value.isprintable():
-            return values, (
-                f"This link is not valid: its {name} holds control characters, which no crowd platform "
-                "sends. Open the link you were given, unchanged."
-            )
+            return values, gettext(
+                "This link is not valid: its %(parameter)s holds control characters, which no crowd "
+                "platform sends. Open the link you were given, unchanged."
+            ) % {"parameter": name}
         if len(value) > limit:
-            return values, (
-                f"This link is not valid: its {name} is {len(value):,} characters long, and crowd platforms "
-                f"send at most {limit}. Open the link you were given, unchanged."
-            )
+            return values, gettext(
+                "This link is not valid: its %(parameter)s is %(length)s characters long, and crowd "
+                "platforms send at most %(maximum)s. Open the link you were given, unchanged."
+            ) % {"parameter": name, "length": f"{len(value):,}", "maximum": limit}
         if name == "turkSubmitTo":
             try:
                 _SUBMIT_URL(value)
             except ValidationError:
-                return values, (
+                return values, gettext(
                     "This link is not valid: its turkSubmitTo is not an https address, as MTurk sends. "
                     "Open the link you were given, unchanged."
                 )

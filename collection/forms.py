@@ -10,6 +10,8 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.html import escape
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 
 from collection import limits
 from collection.checks import check_item_key, check_item_missing, study_items_by_tokens
@@ -357,10 +359,15 @@ class CheckFormSet(forms.BaseInlineFormSet):
         return study_items_by_tokens(study=self.instance)
 
 
-ASSIGNMENT_MISSING = "the form did not say which comparison you voted on; open it again and vote"
-ASSIGNMENT_OUT_OF_RANGE = (
-    f"the form did not name a comparison of yours (its number must be a whole number from 1 to "
-    f"{MAX_DATABASE_ID:,}); open the voting page again and vote"
+ASSIGNMENT_MISSING = gettext_lazy(
+    "the form did not say which comparison you voted on; open it again and vote"
+)
+ASSIGNMENT_OUT_OF_RANGE = format_lazy(
+    gettext_lazy(
+        "the form did not name a comparison of yours (its number must be a whole number from 1 to "
+        "{maximum}); open the voting page again and vote"
+    ),
+    maximum=f"{MAX_DATABASE_ID:,}",
 )
 
 

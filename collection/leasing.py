@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from collection import checks
 from collection.exclusion import annotator_exclude
@@ -44,7 +45,8 @@ class NextReason:
     ANNOTATOR_FINISHED = "annotator_finished"  # they pressed Finish (collection/leaving.py): completed
 
 
-EXCLUDED_MESSAGE = (
+# Lazy: said in the language of the request that meets it (collection/languages.py).
+EXCLUDED_MESSAGE = gettext_lazy(
     "you were excluded from this study by its researchers, so your votes are no longer taken; "
     "open the study link for your completion code (screened out)"
 )

@@ -6,9 +6,10 @@ from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from collection.models import Annotator, Assignment, Comparison, Study, Vote
-from collection.voting import EXCLUDED_MESSAGE
+from collection.voting import EXCLUDED_MESSAGE, not_yours
 from common.errors import ServiceError
 
 
@@ -39,7 +40,7 @@ def assignment_release(*, annotator: Annotator, assignment_id: int, now: datetim
         .first()
     )
     if held is None:
-        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+        raise ServiceError(not_yours(assignment_id), status=404)
     status, comparison_id, expires_at = held
     if status != Assignment.Status.ACTIVE or expires_at <= now:
         return False
@@ -73,8 +74,14 @@ def annotator_finish(*, annotator: Annotator, now: datetime | None = None) -> in
         remaining = finish_remaining(study=annotator.study, votes=votes)
         if remaining:
             raise ServiceError(
-                f"this study asks for {annotator.study.min_judgements} comparisons before you finish; you "
-                f"have made {votes}, so {remaining} remain",
+                ngettext(
+                    "this study asks for %(minimum)s comparisons before you finish; you have made %(votes)s, "
+                    "so %(remaining)s remains",
+                    "this study asks for %(minimum)s comparisons before you finish; you have made %(votes)s, "
+                    "so %(remaining)s remain",
+                    remaining,
+                )
+                % {"minimum": annotator.study.min_judgements, "votes": votes, "remaining": remaining},
                 status=409,
             )
         Annotator.objects.filter(pk=annotator.pk).update(finished_at=now)

@@ -69,6 +69,13 @@ class Study(models.Model):
         help_text="Shown on the consent page before voting.",
     )
     allow_ties = models.BooleanField(default=False, help_text='Offer an "equally related" answer.')
+    language = models.CharField(
+        max_length=7,
+        choices=settings.LANGUAGES,
+        default="en",
+        help_text="The language of the name, question, instructions and check instructions above, and of the "
+        "annotators' pages when they ask for no language that the study has texts in (Translations below).",
+    )
 
     class RankingScope(models.TextChoices):
         JOINT = "joint", "one joint ranking of all areas"
@@ -493,6 +500,41 @@ class Study(models.Model):
         return max(1, min(100, item_count // 10))
 
 
+class StudyTranslation(models.Model):
+    """The study's own texts in one more language: an annotator who asks for it sees them, with the pages
+    in that language; without them (or without a check's instruction in it) the whole page is in the
+    study's language (``collection.languages``)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="translations")
+    language = models.CharField(max_length=7, choices=settings.LANGUAGES)
+    name = models.CharField(max_length=200, help_text="The study's name, at the top of every page.")
+    question = models.CharField(max_length=300, help_text="Shown above every comparison.")
+    instructions = models.TextField(
+        blank=True, help_text="Shown on the consent page; needed when the study has instructions."
+    )
+
+    class Meta:
+        ordering = ["study", "language"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "language"], name="study_translation_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} in {self.get_language_display()}"
+
+    def clean(self) -> None:
+        if self.study_id is None:
+            return
+        if self.language == self.study.language:
+            raise ValidationError(
+                {"language": "This is the study's own language: its texts are the study's fields above."}
+            )
+        if self.study.instructions.strip() and not self.instructions.strip():
+            raise ValidationError(
+                {"instructions": "The study has instructions: give them in this language too."}
+            )
+
+
 class StudyChange(models.Model):
     """One setting of a started study changed: who, when, through which channel, from what to what.
 
@@ -899,6 +941,9 @@ class Annotator(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Votes cast by ``simulate_voters``, not by a person: counted apart in the card, exports and boards.
     simulated = models.BooleanField(default=False, editable=False)
+    # The language their link or browser asked for when they consented ("" for none we offer): the
+    # study's page tells the researcher which languages were asked for without the study's texts.
+    language_asked = models.CharField(max_length=7, blank=True, default="", editable=False)
 
     class Meta:
         constraints = [
@@ -1149,6 +1194,27 @@ class Check(models.Model):
     def clean(self) -> None:
         if problems := self.problems():
             raise ValidationError(problems)
+
+
+class CheckTranslation(models.Model):
+    """An instructed-response check's instruction in one more language than the study's."""
+
+    check_item = models.ForeignKey("Check", on_delete=models.CASCADE, related_name="translations")
+    language = models.CharField(max_length=7, choices=settings.LANGUAGES)
+    instruction = models.CharField(
+        max_length=300,
+        help_text="In a right-to-left language (Arabic) the check's left pair is shown on the right: say "
+        "which pair to choose as the annotator sees it.",
+    )
+
+    class Meta:
+        ordering = ["check_item", "language"]
+        constraints = [
+            models.UniqueConstraint(fields=["check_item", "language"], name="check_translation_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"check {self.check_item_id} in {self.get_language_display()}"
 
 
 class CheckAnswer(models.Model):

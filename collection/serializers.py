@@ -93,6 +93,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             "slug",
             "question",
             "instructions",
+            "language",
             "allow_ties",
             "ranking_scope",
             "ballot_count",

@@ -134,6 +134,8 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
         _UNTIL_FINISHED,
         "the votes were collected under them and the instrument card reports them",
     ),
+    # The language of the texts above and the pages' fallback (collection/languages.py).
+    "language": StudySetting("language", _UNTIL_FINISHED, "the votes were collected under it"),
     # What a vote means and how the ballots were drawn: fixed by the first ballot.
     "allow_ties": StudySetting(
         "ties allowed", _DRAFT_ONLY, "the votes already cast were given with the same answers on offer"

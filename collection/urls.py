@@ -7,6 +7,7 @@ from collection import views
 
 app_name = "collection"
 urlpatterns = [
+    path("catalog/<str:language>.js", views.catalog, name="catalog"),  # the pages' script messages
     path("<slug:slug>/", views.entry, name="entry"),
     path("<slug:slug>/vote/", views.vote, name="vote"),
     path("<slug:slug>/finish/", views.finish, name="finish"),

@@ -7,14 +7,19 @@ page (keys, no reload between comparisons) through the REST API. Every write goe
 from __future__ import annotations
 
 import math
+from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import get_script_prefix, reverse
-from django.views.decorators.cache import never_cache
+from django.utils import translation
+from django.utils.translation import gettext
+from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.i18n import JavaScriptCatalog
 
 from collection.crowd import (
     Outcome,
@@ -28,6 +33,7 @@ from collection.crowd import (
 )
 from collection.forms import VoteForm
 from collection.identity import annotator_consent, annotator_from_request
+from collection.languages import annotator_language, annotator_language_record, language_response
 from collection.leaving import annotator_finish, assignment_release, finish_remaining
 from collection.models import Study
 from collection.selectors import annotator_progress
@@ -65,17 +71,32 @@ def _participant_id(data) -> str | None:
     return None
 
 
+def in_annotator_language(view):
+    """The annotator's page of the study ``slug`` in their language (``collection.languages``): the view
+    gets the study with its texts in that language (a copy, never saved) and the language chosen."""
+
+    @wraps(view)
+    def with_language(request, slug):
+        study = get_object_or_404(Study, slug=slug)
+        language = annotator_language(request, study)
+        with translation.override(language.shown):
+            response = view(request, language.study_shown(study), language)
+        return language_response(response, language)
+
+    return with_language
+
+
 def _participant_id_problem(participant_id: str | None) -> str:
     if participant_id and not participant_id.isprintable():
-        return (
+        return gettext(
             "This link is not valid: its participant id holds control characters, which no crowd platform "
             "sends. Open the link you were given, unchanged."
         )
     if participant_id and len(participant_id) > MAX_PARTICIPANT_ID_LENGTH:
-        return (
-            f"This link is not valid: its participant id is {len(participant_id):,} characters long, and "
-            f"crowd platforms' ids are at most {MAX_PARTICIPANT_ID_LENGTH}. Open the link you were given, unchanged."
-        )
+        return gettext(
+            "This link is not valid: its participant id is %(length)s characters long, and crowd platforms' "
+            "ids are at most %(maximum)s. Open the link you were given, unchanged."
+        ) % {"length": f"{len(participant_id):,}", "maximum": MAX_PARTICIPANT_ID_LENGTH}
     return ""
 
 
@@ -137,13 +158,13 @@ def _link_problem(request, study, participant_id: str | None, signature: str) ->
     if participant_id:
         if signature_valid(study.participant_secret, participant_id, signature):
             return ""
-        return (
+        return gettext(
             "This link is not valid: its signature does not match the participant id. Open the personal "
             "link you were given, unchanged."
         )
     if request.user.is_authenticated or annotator_from_request(request, study) is not None:
         return ""
-    return (
+    return gettext(
         "This study is open only through the personal link you were given: it carries your participant "
         "id and its signature."
     )
@@ -151,11 +172,11 @@ def _link_problem(request, study, participant_id: str | None, signature: str) ->
 
 @never_cache
 @require_http_methods(["GET", "POST"])
-def entry(request, slug):
+@in_annotator_language
+def entry(request, study, language):
     """The study's link for annotators: instructions and consent, or why the study cannot be joined."""
-    study = get_object_or_404(Study, slug=slug)
     if request.method == "POST":
-        return _consent(request, study)
+        return _consent(request, study, language)
     participant_id, signature, platform, refused = _participant_of_link(request, study, request.GET)
     if refused:
         return refused
@@ -182,7 +203,7 @@ def _participant_of_link(request, study, data):
     return participant_id, signature, platform, None
 
 
-def _consent(request, study):
+def _consent(request, study, language):
     if study.status != Study.Status.RUNNING:
         return redirect(study)  # the entry page says why nobody can join now
     wait = page_wait_seconds(request, "join", throttles=(AddressThrottle,))
@@ -193,7 +214,7 @@ def _consent(request, study):
         return refused
     if request.POST.get("consent") != "yes":
         annotator = annotator_from_request(request, study, participant_id=participant_id)
-        error = "Tick the box to confirm that you agree to take part, then press Start."
+        error = gettext("Tick the box to confirm that you agree to take part, then press Start.")
         return _entry_page(
             request,
             study,
@@ -207,26 +228,29 @@ def _consent(request, study):
     annotator = annotator_from_request(request, study, create=True, participant_id=participant_id)
     annotator_platform_record(annotator=annotator, parameters=platform)
     annotator_consent(annotator=annotator)
+    annotator_language_record(annotator=annotator, language=language.asked)
     return redirect("collection:vote", slug=study.slug)
 
 
 @never_cache
 @ensure_csrf_cookie  # vote.js sends the cookie's token with its API calls
 @require_http_methods(["GET", "POST"])
-def vote(request, slug):
+@in_annotator_language
+def vote(request, study, language):
     """The next comparison (GET), or a vote on the current one and then the next comparison (POST)."""
-    study = get_object_or_404(Study, slug=slug)
     annotator = annotator_from_request(request, study)
     if annotator is None or annotator.consented_at is None:
         if study.status == Study.Status.RUNNING:
-            messages.info(request, "Please read the instructions and agree to take part before voting.")
+            messages.info(
+                request, gettext("Please read the instructions and agree to take part before voting.")
+            )
         return redirect(study)
     wait = page_wait_seconds(request, "vote" if request.method == "POST" else "next")
     if wait is not None:
         return _too_fast_page(request, study, wait, next_url=reverse("collection:vote", args=[study.slug]))
     if request.method == "POST" and annotator.excluded_at is None and annotator.finished_at is None:
-        return _vote_post(request, study, annotator)
-    return _next_page(request, study, annotator, comparison_next_for(annotator=annotator))
+        return _vote_post(request, study, language, annotator)
+    return _next_page(request, study, language, annotator, comparison_next_for(annotator=annotator))
 
 
 def _leaving_annotator(request, study):
@@ -237,10 +261,10 @@ def _leaving_annotator(request, study):
 
 @never_cache
 @require_POST
-def finish(request, slug):
+@in_annotator_language
+def finish(request, study, language):
     """Finish: the annotator ends their session with the completed code, once they have made the study's
     minimum of judgements (before it, 409 with how many remain), and sees their exit."""
-    study = get_object_or_404(Study, slug=slug)
     annotator = _leaving_annotator(request, study)
     if annotator is None:
         return redirect(study)
@@ -250,8 +274,23 @@ def finish(request, slug):
     try:
         annotator_finish(annotator=annotator)
     except ServiceError as error:
-        return _vote_error_page(request, study, error, heading="You cannot finish yet")
+        return _vote_error_page(request, study, error, heading=gettext("You cannot finish yet"))
     return redirect("collection:vote", slug=study.slug)
+
+
+# The voting page's messages in one language, the same for everyone: any cache may keep them an hour (a
+# deployment with new translations reaches every browser within it).
+_catalog = cache_control(public=True, max_age=60 * 60)(JavaScriptCatalog.as_view(domain="djangojs"))
+
+
+@require_GET
+def catalog(request, language):
+    """The JavaScript catalog (Django's ``JavaScriptCatalog``: ``gettext`` and friends) of ``language``,
+    named in its address so that the page asks for the one it is shown in; 404 for a language not offered."""
+    if language not in dict(settings.LANGUAGES):
+        raise Http404(f"no catalog for {language!r}")
+    with translation.override(language):
+        return _catalog(request)
 
 
 @never_cache
@@ -275,7 +314,7 @@ def release(request, slug):
     return HttpResponse(status=204)
 
 
-def _next_page(request, study, annotator, result):
+def _next_page(request, study, language, annotator, result):
     """The voting page of the annotator's next comparison, or the page that says why there is none."""
     if result.assignment is None:
         progress = result.progress or annotator_progress(annotator=annotator)
@@ -284,7 +323,7 @@ def _next_page(request, study, annotator, result):
         "study": study,
         "assignment": result.assignment,
         "items": result.sides,
-        "question": result.question(study),
+        "question": language.texts.question_shown(result.instruction),
         "progress": result.progress,
         "participant_id": annotator.participant_id,  # the consent text that the instructions repeat
         "api_vote_url": f"{get_script_prefix()}api/votes/",
@@ -295,7 +334,7 @@ def _next_page(request, study, annotator, result):
     return render(request, "collection/vote.html", context)
 
 
-def _vote_post(request, study, annotator):
+def _vote_post(request, study, language, annotator):
     """Record the vote and answer with the next comparison's page: one round trip per judgement.
 
     Not post/redirect/get: sending the form again (reload, back) records nothing twice, since a vote on
@@ -317,7 +356,7 @@ def _vote_post(request, study, annotator):
         return _vote_error_page(request, study, error)
     if result.assignment is None:
         return redirect("collection:vote", slug=study.slug)
-    return _next_page(request, study, annotator, result)
+    return _next_page(request, study, language, annotator, result)
 
 
 def _too_fast_page(request, study, wait: int, *, next_url: str):
@@ -327,7 +366,8 @@ def _too_fast_page(request, study, wait: int, *, next_url: str):
     return response
 
 
-def _vote_error_page(request, study, error: ServiceError, heading: str = "That vote was not recorded"):
+def _vote_error_page(request, study, error: ServiceError, heading: str | None = None):
+    heading = heading or gettext("That vote was not recorded")
     context = {"study": study, "message": error.message, "heading": heading}
     return render(request, "collection/vote_error.html", context, status=error.status)
 
@@ -365,6 +405,7 @@ def _nothing_page(request, study, annotator, result, progress):
     elif result.reason != NextReason.NOT_STARTED:
         context |= _exit_context(study, annotator, Outcome.COMPLETED if voted else Outcome.NO_WORK)
     context["retry_after_seconds"] = retry
+    context["retry_after_minutes"] = round(retry / 60) if retry else None  # as {% widthratio %} rounds
     # A vote sent after the exclusion (403) or after Finish (409) is refused with the same page; asking
     # for work is not an error.
     status = 200

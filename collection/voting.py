@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 
 from collection import checks
 from collection.leasing import (
@@ -57,13 +58,18 @@ __all__ = [  # the lease's names a caller of the vote also needs
     "NextReason",
     "NextResult",
     "TIE_REFUSED",
+    "not_yours",
     "comparison_next_for",
     "vote_record",
     "vote_record_and_next",
     "vote_record_and_next_by_owner",
 ]
 
-TIE_REFUSED = 'this study does not allow ties: choose "left" or "right"'
+TIE_REFUSED = gettext_lazy('this study does not allow ties: choose "left" or "right"')
+
+
+def not_yours(assignment_id) -> str:
+    return gettext("assignment %(number)s is not one of yours") % {"number": assignment_id}
 
 
 # --- the vote ------------------------------------------------------------------------------------
@@ -116,14 +122,18 @@ def _vote_refused(*, status: str, ballot_open: bool, ballot_number: int, expired
         return ServiceError(EXCLUDED_MESSAGE, status=403)
     if not ballot_open or status == Assignment.Status.CANCELLED:
         return ServiceError(
-            f"ballot {ballot_number} is closed; this comparison no longer takes votes", status=409
+            gettext("ballot %(number)s is closed; this comparison no longer takes votes")
+            % {"number": ballot_number},
+            status=409,
         )
     if status != Assignment.Status.ACTIVE or expired:
         return ServiceError(
-            "your time for this comparison ran out and it went back to the pool; ask for the next one",
+            gettext(
+                "your time for this comparison ran out and it went back to the pool; ask for the next one"
+            ),
             status=409,
         )
-    return ServiceError("this comparison no longer takes votes", status=409)
+    return ServiceError(gettext("this comparison no longer takes votes"), status=409)
 
 
 def _client_response_ms(value: int | None) -> int | None:
@@ -133,7 +143,10 @@ def _client_response_ms(value: int | None) -> int | None:
 
 def _require_choice(choice: str) -> None:
     if choice not in Vote.Choice.values:
-        raise ServiceError(f"choice must be one of {', '.join(Vote.Choice.values)}, got {choice!r}")
+        raise ServiceError(
+            gettext("choice must be one of %(choices)s, got %(choice)s")
+            % {"choices": ", ".join(Vote.Choice.values), "choice": repr(choice)}
+        )
 
 
 def _tie_refused(annotator: Annotator, choice: str) -> bool:
@@ -200,7 +213,7 @@ def _vote(
         if annotator is None:
             annotator = _owner(owner_id, study_id, version)
             if annotator is None:  # the study was deleted since
-                raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+                raise ServiceError(not_yours(assignment_id), status=404)
         if _tie_refused(annotator, choice):
             raise ServiceError(TIE_REFUSED)
         cursor.execute(_TAKE_COMPARISON_SQL, [comparison_id, ballot_id])
@@ -334,7 +347,7 @@ def vote_record(
             annotator=annotator,
         )
     if recorded is None:
-        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+        raise ServiceError(not_yours(assignment_id), status=404)
     return recorded.vote, recorded.created
 
 
@@ -366,7 +379,7 @@ def vote_record_and_next(
         now=now,
     )
     if judgement is None:
-        raise ServiceError(f"assignment {assignment_id} is not one of yours", status=404)
+        raise ServiceError(not_yours(assignment_id), status=404)
     return judgement[1:]
 
 

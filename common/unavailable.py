@@ -11,10 +11,15 @@ from __future__ import annotations
 import logging
 import sys
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
+from django.utils import translation
+from django.utils.cache import patch_vary_headers
 from django.views.defaults import server_error as django_server_error
+
+from common.languages import language_asked
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +43,13 @@ def unavailable_response(request) -> HttpResponse:
     if wants_json(request):
         response = JsonResponse({"detail": UNAVAILABLE_MESSAGE}, status=503)
     else:
-        body = loader.get_template("503.html").render({"retry_after": DATABASE_RETRY_AFTER_SECONDS})
+        # In the language the request asks for (no study to fall back on: the database is away).
+        language = language_asked(request) or settings.LANGUAGE_CODE
+        with translation.override(language):
+            body = loader.get_template("503.html").render({"retry_after": DATABASE_RETRY_AFTER_SECONDS})
         response = HttpResponse(body, status=503)
+        response["Content-Language"] = translation.get_supported_language_variant(language)
+        patch_vary_headers(response, ("Accept-Language", "Cookie"))
     response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
     return response

@@ -210,6 +210,18 @@ LOGIN_URL = "admin:login"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
+# The annotators' pages speak these (catalogs in locale/, compiled by `make install`); a study's default
+# language is one of them, and its page language is chosen as docs/researchers.md ("Languages") says.
+LANGUAGES = [
+    ("en", "English"),
+    ("de", "Deutsch"),
+    ("fr", "Français"),
+    ("es", "Español"),
+    ("it", "Italiano"),
+    ("pt", "Português"),
+    ("ar", "العربية"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 
 STATIC_URL = "static/"

@@ -11,7 +11,7 @@ scoring app extends the study's page with the simulations of its plan, the resul
 
 from django.contrib import admin
 
-from collection.admin import rows, study  # noqa: F401  (each registers its ModelAdmins)
+from collection.admin import languages, rows, study  # noqa: F401  (each registers its ModelAdmins)
 
 admin.site.site_header = "Yardstick"
 admin.site.site_title = "Yardstick admin"

@@ -11,10 +11,12 @@ from django.utils.html import format_html
 
 from collection import limits
 from collection.admin.display import progress_bar, sentence
+from collection.admin.languages import StudyTranslationInline
 from collection.admin.study_pages import StudyPages
 from collection.checks import checks_across_areas_warning
 from collection.forms import CheckFormSet, CheckInlineForm, StudyAdminForm, in_field_labels
 from collection.jobs import study_job_done_count
+from collection.languages import study_language_notices
 from collection.models import Ballot, Check, Study, StudyChange
 from collection.parts import hidden_part_visible_to, split_summary
 from collection.selectors import studies_with_progress, study_job_shown, study_pools, study_progress
@@ -75,7 +77,8 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
     actions = ("start_studies", "close_current_ballots", "duplicate_studies")
 
     def get_inlines(self, request, obj=None):
-        return [CheckInline] if obj is not None else []  # a check shows two items of the study
+        # A check shows two items of the study; the translations name the study's own language.
+        return [CheckInline, StudyTranslationInline] if obj is not None else []
 
     # --- lists and forms
 
@@ -105,7 +108,7 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         fieldsets = [
             (
                 "Question and instructions",
-                {"fields": ("name", "slug", "question", "instructions")},
+                {"fields": ("name", "slug", "question", "instructions", "language")},
             ),
             (
                 "Plan",
@@ -245,6 +248,9 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
             context.update(self._study_panels(request, study))
             if request.method == "GET" and (warning := checks_across_areas_warning(study=study)):
                 self.message_user(request, sentence(warning), messages.WARNING)
+            if request.method == "GET":
+                for notice in study_language_notices(study=study):
+                    self.message_user(request, notice, messages.WARNING)
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def _study_panels(self, request, study: Study) -> dict:

@@ -7,6 +7,11 @@
   "use strict";
 
   var status = document.getElementById("copy-status");
+  // Django's JavaScript catalog of the page's language, loaded before this script; else English.
+  var gettext = window.gettext || function (text) { return text; };
+  var interpolate = window.interpolate || function (format, values) {
+    return format.replace(/%\(\w+\)s/g, function (match) { return String(values[match.slice(2, -2)]); });
+  };
 
   function say(text) {
     if (status) {
@@ -40,12 +45,12 @@
     button.addEventListener("click", function () {
       var text = code.textContent.trim();
       function copied() {
-        button.textContent = "Copied";
-        say("Code " + text + " copied.");
+        button.textContent = gettext("Copied");
+        say(interpolate(gettext("Code %(code)s copied."), { code: text }, true));
       }
       function failed() {
         selectText(code);
-        say("Press Ctrl+C (or Cmd+C) to copy the selected code.");
+        say(gettext("Press Ctrl+C (or Cmd+C) to copy the selected code."));
       }
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(text).then(copied, function () {

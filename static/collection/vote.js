@@ -29,10 +29,29 @@
     return;
   }
 
+  // The page's messages come from Django's JavaScript catalog of the page's language, loaded before this
+  // script; without it (a failed load) they stay in English.
+  var gettext = window.gettext || function (text) { return text; };
+  var ngettext = window.ngettext || function (singular, plural, count) { return count === 1 ? singular : plural; };
+  var interpolate = window.interpolate || function (format, values, named) {
+    return named
+      ? format.replace(/%\(\w+\)s/g, function (match) { return String(values[match.slice(2, -2)]); })
+      : format.replace(/%s/g, function () { return String(values.shift()); });
+  };
+
   var REQUEST_TIMEOUT_MS = 15000;
   var RETRY_STATUSES = { 429: true, 502: true, 503: true, 504: true };
   var MAX_RETRY_SECONDS = 30;
-  var KEYS = { ArrowLeft: "left", "1": "left", ArrowRight: "right", "2": "right", "=": "tie", "0": "tie" };
+  // An arrow key chooses the pair shown on its side: right to left, the first pair ("left") is on the right.
+  var RIGHT_TO_LEFT = document.documentElement.dir === "rtl";
+  var KEYS = {
+    ArrowLeft: RIGHT_TO_LEFT ? "right" : "left",
+    ArrowRight: RIGHT_TO_LEFT ? "left" : "right",
+    "1": "left",
+    "2": "right",
+    "=": "tie",
+    "0": "tie"
+  };
 
   var voteUrl = form.getAttribute("data-api-vote");
   var nextUrl = form.getAttribute("data-api-next");
@@ -98,10 +117,10 @@
       return;
     }
     var reason = response && response.status === 429
-      ? "Votes are arriving faster than this study takes them."
-      : "The server is briefly unavailable.";
-    retryNotice.textContent = reason + " Trying again to " + what + " in " + seconds +
-      " second" + (seconds === 1 ? "" : "s") + ": nothing is lost, no need to click again.";
+      ? gettext("Votes are arriving faster than this study takes them.")
+      : gettext("The server is briefly unavailable.");
+    var again = interpolate(what(seconds), { seconds: seconds }, true);
+    retryNotice.textContent = reason + " " + again;
     retryNotice.hidden = false;
   }
 
@@ -206,7 +225,11 @@
     ballot = number;
     var notice = document.createElement("p");
     notice.className = "notice";
-    notice.textContent = "A new round has begun: ballot " + number + " of " + progress.ballot_count + ".";
+    notice.textContent = interpolate(
+      gettext("A new round has begun: ballot %(ballot)s of %(ballot_count)s."),
+      { ballot: number, ballot_count: progress.ballot_count },
+      true
+    );
     ballotNotice.appendChild(notice);
   }
 
@@ -217,9 +240,21 @@
     }
     var minimum = parseInt(finish.getAttribute("data-min-judgements"), 10) || 0;
     var remaining = Math.max(0, minimum - progress.votes_total);
-    finish.querySelector("[data-finish-remaining]").textContent = String(remaining);
-    finish.querySelector("[data-finish-plural]").textContent = remaining === 1 ? "" : "s";
-    document.getElementById("finish-remaining").hidden = remaining === 0;
+    var remainingText = document.getElementById("finish-remaining");
+    remainingText.textContent = "";
+    var count = document.createElement("span");
+    count.setAttribute("data-finish-remaining", "");
+    count.textContent = String(remaining);
+    // The sentence around the number, from the catalog, with the number kept in its own element.
+    var sentence = ngettext(
+      "After %(remaining)s more comparison you may finish here and leave with your completion code.",
+      "After %(remaining)s more comparisons you may finish here and leave with your completion code.",
+      remaining
+    ).split("%(remaining)s");
+    remainingText.appendChild(document.createTextNode(sentence[0]));
+    remainingText.appendChild(count);
+    remainingText.appendChild(document.createTextNode(sentence.slice(1).join(String(remaining))));
+    remainingText.hidden = remaining === 0;
     document.getElementById("finish-ready").hidden = remaining !== 0;
   }
 
@@ -231,8 +266,11 @@
     showBallot(next.progress);
     showFinish(next.progress);
     form.classList.add("pointer-resting");
-    status.textContent =
-      said + " Next: " + next.left.tokens.join(" – ") + " or " + next.right.tokens.join(" – ") + ".";
+    status.textContent = said + " " + interpolate(
+      gettext("Next: %(left)s or %(right)s."),
+      { left: next.left.tokens.join(" – "), right: next.right.tokens.join(" – ") },
+      true
+    );
     assignmentInput.value = String(next.assignment); // last: a failure before it re-sends the old vote
   }
 
@@ -240,7 +278,13 @@
   function nextComparison() {
     return persistently(function () {
       return send("GET", nextUrl);
-    }, "get the next comparison").then(function (response) {
+    }, function (seconds) {
+      return ngettext(
+        "Trying again to get the next comparison in %(seconds)s second: nothing is lost, no need to click again.",
+        "Trying again to get the next comparison in %(seconds)s seconds: nothing is lost, no need to click again.",
+        seconds
+      );
+    }).then(function (response) {
       if (response.status === 204) {
         return null;
       }
@@ -263,7 +307,13 @@
     var body = { assignment: parseInt(assignment, 10), choice: choice, client_response_ms: elapsed };
     persistently(function () {
       return send("POST", voteUrl, body);
-    }, "record your vote")
+    }, function (seconds) {
+      return ngettext(
+        "Trying again to record your vote in %(seconds)s second: nothing is lost, no need to click again.",
+        "Trying again to record your vote in %(seconds)s seconds: nothing is lost, no need to click again.",
+        seconds
+      );
+    })
       .then(function (response) {
         if (!response.ok) {
           throw new Error("the vote was refused with HTTP " + response.status);
@@ -281,7 +331,7 @@
           window.location.reload(); // nothing to vote on now: the page says why, and when to come back
           return;
         }
-        show(next, "Vote recorded.");
+        show(next, gettext("Vote recorded."));
         shownAt = now();
         setBusy(false);
         if (buttons.indexOf(focused) !== -1) {
@@ -392,7 +442,7 @@
           window.location.reload();
           return;
         }
-        show(next, "Comparison refreshed.");
+        show(next, gettext("Comparison refreshed."));
         shownAt = now();
         setBusy(false);
       })

@@ -108,6 +108,7 @@ def path_values(world, route: str, study: str | None) -> dict[str, str]:
     values["app_label"] = "collection"
     values["url"] = "nothing-here/"
     values["key"] = "no-such-invitation"  # an invitation link's key: a valid one is tested in test_invitations
+    values["language"] = "de"
     return values
 
 
@@ -664,6 +665,31 @@ MATRIX = {
         },
     },
     # The lease given back: only a consented annotator's own (no assignment posted here: 400).
+    "s/catalog/<str:language>.js": {"GET": everyone(200), "POST": everyone(405)},
+    "admin/collection/checktranslation/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/checktranslation/add/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "admin/collection/checktranslation/<path:object_id>/history/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/checktranslation/<path:object_id>/delete/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/checktranslation/<path:object_id>/change/": {
+        "GET": staff_only("→ /admin/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/", ADMIN_LOGIN),
+    },
+    "admin/collection/checktranslation/<path:object_id>/": {
+        "GET": staff_only("→ /admin/collection/checktranslation/<id>/change/", ADMIN_LOGIN),
+        "POST": staff_only("→ /admin/collection/checktranslation/<id>/change/", ADMIN_LOGIN),
+    },
     "s/<slug:slug>/release/": {
         "GET": everyone(405),
         "POST": {**everyone(403), "annotator": studies(403, 400, 403)},

@@ -12,7 +12,17 @@ from django.test import Client
 from django.urls import reverse
 
 from collection.exclusion import annotator_exclude
-from collection.models import Item, ItemScore, SemanticArea, Study, StudyChange, Token, Vote
+from collection.models import (
+    Check,
+    CheckTranslation,
+    Item,
+    ItemScore,
+    SemanticArea,
+    Study,
+    StudyChange,
+    Token,
+    Vote,
+)
 from collection.pools import MAX_UPLOAD_BYTES, tokens_import
 from collection.studies import study_update
 from scoring.models import SimulationRun
@@ -211,9 +221,12 @@ def study_form_data(**overrides) -> dict:
         "max_variants_per_owner": "10",
         "relevant_top_k": "",
         "hidden_share": "0",
+        "language": "en",
         # The change page's inline of the study's checks (none here).
         "checks-TOTAL_FORMS": "0",
         "checks-INITIAL_FORMS": "0",
+        "translations-TOTAL_FORMS": "0",
+        "translations-INITIAL_FORMS": "0",
     }
     data.update(overrides)
     return data
@@ -805,6 +818,14 @@ def test_every_list_and_detail_page_of_a_finished_study_renders(admin_client):
     annotator_exclude(annotator=voters[0], reason="an exclusion and its set-aside vote")
     vote_until(study, voters=voters[1:])
     SimulationRun.objects.create(study=study, parameters={"distribution": "exponential"}, repetitions=2)
+    left, right = study.items.order_by("pk")[:2]
+    check = Check.objects.create(
+        study=study, kind="instructed", left_item=left, right_item=right, expected="left",
+        instruction="For this one, choose the pair on the left.",
+    )  # fmt: skip
+    CheckTranslation.objects.create(
+        check_item=check, language="de", instruction="Wählen Sie bei diesem das linke Paar."
+    )
     models = [model for model in admin.site._registry if model._meta.app_label in ("collection", "scoring")]
 
     for model in models:
@@ -817,6 +838,7 @@ def test_every_list_and_detail_page_of_a_finished_study_renders(admin_client):
     assert sorted(model._meta.model_name for model in models) == [
         "annotator",
         "ballot",
+        "checktranslation",
         "excludedvote",
         "exclusion",
         "item",

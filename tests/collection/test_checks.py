@@ -538,6 +538,7 @@ def inline_data(study, rows: list[dict], initial: int = 0) -> dict:
     """The study's change form as the admin posts it, with ``rows`` in the checks' inline (the first
     ``initial`` of them the study's checks)."""
     data = {"checks-TOTAL_FORMS": str(len(rows)), "checks-INITIAL_FORMS": str(initial)}
+    data |= {"translations-TOTAL_FORMS": "0", "translations-INITIAL_FORMS": "0"}
     for number, row in enumerate(rows):
         data |= {f"checks-{number}-{name}": value for name, value in row.items()}
     return data

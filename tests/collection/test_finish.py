@@ -210,7 +210,7 @@ def test_the_api_finishes_as_the_page_does(client):
 
     assert (refused.status_code, refused.json()["detail"]) == (
         409,
-        "this study asks for 1 comparisons before you finish; you have made 0, so 1 remain",
+        "this study asks for 1 comparisons before you finish; you have made 0, so 1 remains",
     )
     assert finished.status_code == 200
     assert finished.json() == {

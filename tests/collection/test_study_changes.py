@@ -32,6 +32,7 @@ EDITABLE_IN = {
     "slug": DRAFT_ONLY,
     "question": UNTIL_FINISHED,
     "instructions": UNTIL_FINISHED,
+    "language": UNTIL_FINISHED,
     "allow_ties": DRAFT_ONLY,
     "ranking_scope": DRAFT_ONLY,
     "ballot_count": DRAFT_ONLY,
@@ -73,6 +74,7 @@ CHANGES = {
     "slug": {"slug": "{slug}-renamed"},  # each study its own: a slug is unique
     "question": {"question": "Which pair is closer?"},
     "instructions": {"instructions": "Pick the closer pair."},
+    "language": {"language": "de"},
     "allow_ties": {"allow_ties": True},
     "ranking_scope": {"ranking_scope": "per_area"},
     "ballot_count": {"ballot_count": 2},
@@ -161,6 +163,7 @@ def admin_post(client: Client, study: Study, changes: dict):
     values.update({name: value for name, value in changes.items() if name in form.fields})
     data = {name: "" if value is None else value for name, value in values.items() if value is not False}
     data |= {"checks-TOTAL_FORMS": "0", "checks-INITIAL_FORMS": "0"}  # the inline of the study's checks
+    data |= {"translations-TOTAL_FORMS": "0", "translations-INITIAL_FORMS": "0"}  # and of its translations
     return client.post(
         change_url(study), {name: "on" if value is True else value for name, value in data.items()}
     )
