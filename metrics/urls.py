@@ -10,6 +10,7 @@ urlpatterns = [
     path("login/", views.login, name="login"),
     path("logout/", views.logout, name="logout"),
     path("studies/<slug:slug>/leaderboard/", views.leaderboard, name="leaderboard"),
+    path("studies/<slug:slug>/leaderboard.svg", views.leaderboard_svg, name="leaderboard-svg"),
     path("studies/<slug:slug>/submit/", views.submit, name="submit"),
     path("studies/<slug:slug>/items.csv", views.pairs_csv, name="items-csv"),
     path("studies/<slug:slug>/card/", card_views.card_page, name="card"),
