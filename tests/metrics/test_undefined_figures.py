@@ -72,9 +72,7 @@ def test_the_encoder_of_stored_figures_writes_nan_and_infinity_as_null_at_any_de
 
 
 @pytest.mark.parametrize("score", [0.5, "0.5", -3, "1e-300"], ids=["number", "string", "integer", "tiny"])
-def test_a_constant_model_is_evaluated_with_every_coefficient_undefined_and_why(
-    study, django_user_model, score
-):
+def test_a_constant_model_is_evaluated_with_every_coefficient_undefined_and_why(study, django_user_model, score):
     owner = owner_client(django_user_model)
 
     response = submit_json(owner, study, "constant", constant_rows(study, score))
@@ -142,18 +140,14 @@ def test_the_evaluation_page_says_which_figures_are_undefined_and_why(study, dja
 # --- ties ----------------------------------------------------------------------------------------------
 
 
-def test_tied_scores_give_scipys_spearman_and_kendall_tau_b_and_eq_8_9_by_brute_force(
-    study, django_user_model
-):
+def test_tied_scores_give_scipys_spearman_and_kendall_tau_b_and_eq_8_9_by_brute_force(study, django_user_model):
     owner = owner_client(django_user_model)
     human = final_scores(study)
     # Many ties: the human scores rounded to one decimal (a handful of distinct values), two of them equal.
     tied = {item: round(score, 1) for item, score in human.items()}
     assert len(set(tied.values())) < len(tied) / 2
 
-    evaluation = owner.get(submit_json(owner, study, "tied", json_rows(tied)).json()["url"]).json()[
-        "evaluation"
-    ]
+    evaluation = owner.get(submit_json(owner, study, "tied", json_rows(tied)).json()["url"]).json()["evaluation"]
 
     items = list(human)
     model = np.array([tied[item] for item in items])
@@ -163,14 +157,10 @@ def test_tied_scores_give_scipys_spearman_and_kendall_tau_b_and_eq_8_9_by_brute_
         stats.kendalltau(model, people, variant="b").statistic, abs=1e-12
     )
     rho_w, tau_w = brute_weighted(ranks_from_scores(model), ranks_from_scores(people), 2.0)
-    assert (evaluation["rho_w"]["value"], evaluation["tau_w"]["value"]) == pytest.approx(
-        (rho_w, tau_w), abs=1e-12
-    )
+    assert (evaluation["rho_w"]["value"], evaluation["tau_w"]["value"]) == pytest.approx((rho_w, tau_w), abs=1e-12)
 
 
-def test_two_owners_with_the_same_scores_share_the_first_rank_and_cannot_be_told_apart(
-    study, django_user_model
-):
+def test_two_owners_with_the_same_scores_share_the_first_rank_and_cannot_be_told_apart(study, django_user_model):
     alice, bob = owner_client(django_user_model, "alice"), owner_client(django_user_model, "bob")
     scores = json_rows(final_scores(study))
     for client in (alice, bob):
