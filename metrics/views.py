@@ -134,6 +134,9 @@ def leaderboard(request, slug: str):
         "rows": rows,
         "metric": metric,
         "metric_label": METRIC_LABELS[metric],
+        # The column's header: the symbol, and its name that a phone keeps for screen readers only.
+        "metric_symbol": METRIC_LABELS[metric].split(" (")[0],
+        "metric_name": METRIC_LABELS[metric].split(" (")[1].rstrip(")"),
         "submissions": submissions,
         "interval_svg": _interval_plot(rows, metric, weight_offset) if rows else None,
         "weight_offset": f"{weight_offset:g}",

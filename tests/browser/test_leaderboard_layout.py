@@ -1,9 +1,11 @@
 """The public leaderboard laid out for a phone and for a desktop, in real Chromium: the page never scrolls
-sideways, the model and its score are on screen, the plot's text stays legible (at least 10 CSS pixels),
-its legend entries do not overlap, and the board links its JSON, its CSV and the plot as an SVG file.
+sideways; the model, its score and its interval are on screen (on a desktop, every column); the plot's
+text stays legible (10 CSS pixels or more) and its legend entries do not overlap. Its links (JSON, CSV,
+SVG) are tested in tests/metrics/test_leaderboard_downloads.py.
 
-Each size also leaves a full-page screenshot in pytest's temporary directory (``leaderboard-<size>.png``),
-for a person to look at when the layout changes.
+Each size also leaves screenshots in pytest's temporary directory (``leaderboard-<size>.png``, the whole
+page, and ``leaderboard-<size>-board.png``, the plot and the table) for a person to look at when the
+layout changes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ MODELS = (
 GEOMETRY_JS = """() => {
     const box = (element) => element.getBoundingClientRect();
     const row = document.querySelector("#leaderboard tbody tr");
+    const wrap = document.querySelector("#leaderboard").parentElement;
     const texts = Array.from(document.querySelectorAll("#interval-plot svg text"));
     const legend = Array.from(document.querySelectorAll("#interval-plot svg .legend text")).map(box);
     const overlapping = legend.some((a, i) => legend.slice(i + 1).some(
@@ -38,6 +41,8 @@ GEOMETRY_JS = """() => {
         pageWidth: document.documentElement.scrollWidth,
         model: box(row.querySelector(".model")).toJSON(),
         value: box(row.querySelector(".value")).toJSON(),
+        interval: box(row.querySelector(".interval")).toJSON(),
+        tableHidden: wrap.scrollWidth - wrap.clientWidth,
         smallestPlotText: Math.min(...texts.map((text) => box(text).height)),
         smallestPlotFont: Math.min(...texts.map((text) => {
             const scale = text.ownerSVGElement.getScreenCTM().a;
@@ -85,7 +90,9 @@ def test_the_leaderboard_fits_the_screen_with_its_score_and_legible_plot(
     geometry = page.evaluate(GEOMETRY_JS)
     print(size, geometry)
     assert geometry["pageWidth"] <= geometry["viewport"]
-    for cell in ("model", "value"):
+    for cell in ("model", "value", "interval"):
         assert 0 <= geometry[cell]["left"] and geometry[cell]["right"] <= viewport["width"], (cell, geometry)
+    if size == "desktop":  # every column shown; a phone scrolls the table for those after the interval
+        assert geometry["tableHidden"] <= 0, geometry
     assert geometry["smallestPlotFont"] >= 10, geometry
     assert geometry["legendEntries"] == 3 and not geometry["legendOverlaps"], geometry

@@ -192,7 +192,7 @@ def test_the_models_page_lists_the_owners_own_submissions_only(study, owner, dja
     found = page(owner.get("/models/"))
 
     assert body_rows(found.tables["my-submissions"]) == [
-        ["mine", study.name, "100% (28 items)", "done", mine.created_at.strftime("%Y-%m-%d %H:%M")]
+        ["mine", study.name, "100% (28 items)", "done", mine.created_at.strftime("%-d %b %Y, %H:%M UTC")]
     ]
     assert ("mine", f"/models/submissions/{mine.pk}/") in found.links
     assert found.text["current-user"] == "owner"
