@@ -14,6 +14,7 @@ import sys
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
+from django.templatetags.static import static
 from django.views.defaults import server_error as django_server_error
 
 logger = logging.getLogger(__name__)
@@ -34,11 +35,21 @@ def wants_json(request) -> bool:
     return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
 
 
+def _recheck_script() -> str:
+    """The address of the script that retries the page with a Stop button, or "" when the static
+    files' manifest lacks it (collectstatic not run): this page must answer whatever else is broken."""
+    try:
+        return static("collection/recheck.js")
+    except ValueError:
+        return ""
+
+
 def unavailable_response(request) -> HttpResponse:
     if wants_json(request):
         response = JsonResponse({"detail": UNAVAILABLE_MESSAGE}, status=503)
     else:
-        body = loader.get_template("503.html").render({"retry_after": DATABASE_RETRY_AFTER_SECONDS})
+        context = {"retry_after": DATABASE_RETRY_AFTER_SECONDS, "recheck_script": _recheck_script()}
+        body = loader.get_template("503.html").render(context)
         response = HttpResponse(body, status=503)
     response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
