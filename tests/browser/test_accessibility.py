@@ -4,7 +4,8 @@ colour scheme.
 
 axe-core comes from the ``axe-playwright-python`` package (the ``test`` extra), which bundles its script;
 the rules run are axe's WCAG 2.0/2.1 A and AA ones (colour contrast among them). A test fails on any
-new serious or critical violation and prints each with the elements it was found on.
+new serious or critical violation and prints each with the elements it was found on; it also fails on a
+page wider than the window (WCAG 1.4.10, Reflow: a wide table or plot scrolls in its own region).
 """
 
 from __future__ import annotations
@@ -193,6 +194,9 @@ def test_every_page_has_no_serious_or_critical_violation(new_context, live_serve
         for name in walk:
             checked.append(name)
             found += blocking_violations(page, name)
+            width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+            if width[0] > width[1]:  # WCAG 1.4.10 Reflow: wide content scrolls in its own region
+                found.append(f"{name}: the page is {width[0]} px wide in a {width[1]} px window")
     print(f"{screen}: {len(checked)} pages checked by axe-core: {', '.join(checked)}")
     assert found == [], f"{len(found)} serious or critical violations on the {screen} screen:\n" + "\n".join(
         found
