@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
+from django.templatetags.static import static
 from django.utils import translation
 from django.utils.cache import patch_vary_headers
 from django.views.defaults import server_error as django_server_error
@@ -39,14 +40,24 @@ def wants_json(request) -> bool:
     return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
 
 
+def _recheck_script() -> str:
+    """The address of the script that retries the page with a Stop button, or "" when the static
+    files' manifest lacks it (collectstatic not run): this page must answer whatever else is broken."""
+    try:
+        return static("collection/recheck.js")
+    except ValueError:
+        return ""
+
+
 def unavailable_response(request) -> HttpResponse:
     if wants_json(request):
         response = JsonResponse({"detail": UNAVAILABLE_MESSAGE}, status=503)
     else:
         # In the language the request asks for (no study to fall back on: the database is away).
         language = language_asked(request) or settings.LANGUAGE_CODE
+        context = {"retry_after": DATABASE_RETRY_AFTER_SECONDS, "recheck_script": _recheck_script()}
         with translation.override(language):
-            body = loader.get_template("503.html").render({"retry_after": DATABASE_RETRY_AFTER_SECONDS})
+            body = loader.get_template("503.html").render(context)
         response = HttpResponse(body, status=503)
         response["Content-Language"] = translation.get_supported_language_variant(language)
         patch_vary_headers(response, ("Accept-Language", "Cookie"))

@@ -206,11 +206,13 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    """A plot: drawn on the page (``svg``), described by its caption in Markdown."""
+    """A plot: drawn on the page (``svg``) with its plotted points as a table (``points``, its text
+    alternative), described by its caption in Markdown."""
 
     name: str
     caption: str
     svg: str = ""
+    points: Table | None = None
     kind: ClassVar[str] = "figure"
 
 

@@ -21,24 +21,34 @@ from metrics.card import (
     Table,
     card_document,
     finite,
+    fixed,
     number,
     percent,
 )
 from scoring.plots import PALETTE, Line, Series, scatter_svg
 
-__all__ = ["card_markdown", "card_page_document", "precision_svg", "resolution_svg"]
+__all__ = [
+    "card_markdown",
+    "card_page_document",
+    "precision_points",
+    "precision_svg",
+    "resolution_points",
+    "resolution_svg",
+]
 
 CURVE_POINTS = 600  # the resolution plot thins longer curves to this many points
 
 
 def card_page_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None) -> CardDocument:
-    """The card's document with its figures drawn (SVG), for the page."""
+    """The card's document with its figures drawn (SVG) and their points as tables, for the page."""
     document = card_document(card, item_labels=item_labels)
     drawn = tuple(
         replace(
             section,
             blocks=tuple(
-                replace(block, svg=FIGURES[block.name](card)) if isinstance(block, Figure) else block
+                replace(block, svg=FIGURES[block.name](card), points=FIGURE_POINTS[block.name](card))
+                if isinstance(block, Figure)
+                else block
                 for block in section.blocks
             ),
         )
@@ -50,11 +60,30 @@ def card_page_document(card: Mapping, *, item_labels: Mapping[int, str] | None =
 # --- plots -----------------------------------------------------------------------------------------
 
 
-def precision_svg(card: Mapping) -> str:
-    """SD of ȳ (up) against ȳ (across) for every item, with the mean SD as a line (Welty Figure 1)."""
+def _precision_points(card: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's score ȳ and its SD, as the precision plot draws them (NaN where not measured)."""
     items = (card.get("precision") or {}).get("items") or []
     score = np.array([finite(row.get("score")) for row in items], dtype=np.float64)
     sd = np.array([finite(row.get("sd")) for row in items], dtype=np.float64)
+    return score, sd
+
+
+def precision_points(card: Mapping) -> Table:
+    """The precision plot's points as a table, by score: its text alternative."""
+    score, sd = _precision_points(card)
+    order = np.argsort(-np.nan_to_num(score, nan=-np.inf), kind="stable")
+    return Table(
+        header=("score ȳ", "SD of ȳ (bootstrap)"),
+        rows=tuple((fixed(score[i], 4), number(sd[i])) for i in order),
+        numeric=(True, True),
+        caption="The plotted points: each item's score and its SD, highest score first.",
+        collapsed=True,
+    )
+
+
+def precision_svg(card: Mapping) -> str:
+    """SD of ȳ (up) against ȳ (across) for every item, with the mean SD as a line (Welty Figure 1)."""
+    score, sd = _precision_points(card)
     lines = []
     mean_sd = finite((card.get("precision") or {}).get("mean_sd"))
     if mean_sd is not None:
@@ -71,15 +100,33 @@ def precision_svg(card: Mapping) -> str:
     )
 
 
-def resolution_svg(card: Mapping) -> str:
-    """Agreement (up) against the score-difference threshold t (across), with the 95% line."""
-    resolved = card.get("resolution") or {}
-    curve = resolved.get("curve") or {}
+def _resolution_points(card: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """The agreement curve's thresholds t and agreements, thinned to CURVE_POINTS, as the plot draws them."""
+    curve = (card.get("resolution") or {}).get("curve") or {}
     threshold = np.asarray(curve.get("threshold") or [], dtype=np.float64)
     agreement = np.array([finite(v) for v in curve.get("agreement") or []], dtype=np.float64)
     if threshold.size > CURVE_POINTS:  # keep the first and last points, thin evenly in between
         keep = np.unique(np.linspace(0, threshold.size - 1, CURVE_POINTS).round().astype(np.int64))
         threshold, agreement = threshold[keep], agreement[keep]
+    return threshold, agreement
+
+
+def resolution_points(card: Mapping) -> Table:
+    """The resolution plot's points as a table, by threshold: its text alternative."""
+    threshold, agreement = _resolution_points(card)
+    return Table(
+        header=("threshold t", "agreement"),
+        rows=tuple((number(t), percent(a)) for t, a in zip(threshold, agreement, strict=True)),
+        numeric=(True, True),
+        caption="The plotted points: the agreement at each threshold t.",
+        collapsed=True,
+    )
+
+
+def resolution_svg(card: Mapping) -> str:
+    """Agreement (up) against the score-difference threshold t (across), with the 95% line."""
+    resolved = card.get("resolution") or {}
+    threshold, agreement = _resolution_points(card)
     target = finite(resolved.get("target")) or 0.95
     right = float(threshold.max()) if threshold.size else 1.0
     lines = [
@@ -110,6 +157,7 @@ def resolution_svg(card: Mapping) -> str:
 
 
 FIGURES = {"precision": precision_svg, "resolution": resolution_svg}
+FIGURE_POINTS = {"precision": precision_points, "resolution": resolution_points}
 
 
 # --- Markdown --------------------------------------------------------------------------------------

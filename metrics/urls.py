@@ -12,6 +12,7 @@ urlpatterns = [
     path("join/<str:key>/", account_views.join, name="join"),  # a study's invitation link
     path("signup/", account_views.signup, name="signup"),  # open sign-up: 404 unless MODEL_OWNER_SIGNUP
     path("studies/<slug:slug>/leaderboard/", views.leaderboard, name="leaderboard"),
+    path("studies/<slug:slug>/leaderboard.svg", views.leaderboard_svg, name="leaderboard-svg"),
     path("studies/<slug:slug>/submit/", views.submit, name="submit"),
     path("studies/<slug:slug>/items.csv", views.pairs_csv, name="items-csv"),
     path("studies/<slug:slug>/card/", card_views.card_page, name="card"),

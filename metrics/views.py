@@ -11,8 +11,9 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView
 from django.db.models import Count
-from django.http import Http404
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET
 
 from collection.models import Study
@@ -76,19 +77,16 @@ def index(request):
     return render(request, "metrics/index.html", {"studies": studies, "submissions": submissions})
 
 
-@require_GET
-def leaderboard(request, slug: str):
-    """The public leaderboard of a finished study for one metric and n0, and the per-annotator view."""
-    study = _study(slug)
-    if study.status != Study.Status.FINISHED:
-        return _not_finished(request, study, "its leaderboard")
-    settings_form = LeaderboardSettingsForm(
+def _leaderboard_settings(request) -> LeaderboardSettingsForm:
+    """The metric and n0 of the query (tau_w and 2 when not given), validated."""
+    return LeaderboardSettingsForm(
         {"metric": request.GET.get("metric", "tau_w"), "n0": request.GET.get("n0", "2")}
     )
-    if not settings_form.is_valid():
-        context = {"study": study, "settings_form": settings_form, "metric_labels": METRIC_LABELS}
-        return render(request, "metrics/leaderboard.html", context, status=400)
-    metric, weight_offset = settings_form.cleaned_data["metric"], settings_form.cleaned_data["n0"]
+
+
+def _board_rows(study: Study, metric: str, weight_offset: float) -> tuple[dict, list[dict]]:
+    """The leaderboard of ``study`` by ``metric`` at ``weight_offset``, and its rows with the chosen
+    metric's figures, their group of models that cannot be told apart and their chance verdict."""
     board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
     groups = indistinguishable_groups(board["rows"])
     rows = [
@@ -97,8 +95,28 @@ def leaderboard(request, slug: str):
             "chosen": row["metrics"][metric],
             "group": group,
             "chance_verdict": chance_verdict(row["metrics"][metric]),
+            "sealed_at": parse_datetime(row["sealed_at"]) if row.get("sealed_at") else None,
         }
         for row, group in zip(board["rows"], groups, strict=True)
+    ]
+    return board, rows
+
+
+@require_GET
+def leaderboard(request, slug: str):
+    """The public leaderboard of a finished study for one metric and n0, and the per-annotator view."""
+    study = _study(slug)
+    if study.status != Study.Status.FINISHED:
+        return _not_finished(request, study, "its leaderboard")
+    settings_form = _leaderboard_settings(request)
+    if not settings_form.is_valid():
+        context = {"study": study, "settings_form": settings_form, "metric_labels": METRIC_LABELS}
+        return render(request, "metrics/leaderboard.html", context, status=400)
+    metric, weight_offset = settings_form.cleaned_data["metric"], settings_form.cleaned_data["n0"]
+    board, rows = _board_rows(study, metric, weight_offset)
+    submissions = [
+        {**submission, "submitted_at": parse_datetime(submission["submitted_at"])}
+        for submission in board["submissions"]
     ]
     agreement = annotator_view(study=study)
     context = {
@@ -116,6 +134,10 @@ def leaderboard(request, slug: str):
         "rows": rows,
         "metric": metric,
         "metric_label": METRIC_LABELS[metric],
+        # The column's header: the symbol, and its name that a phone keeps for screen readers only.
+        "metric_symbol": METRIC_LABELS[metric].split(" (")[0],
+        "metric_name": METRIC_LABELS[metric].split(" (")[1].rstrip(")"),
+        "submissions": submissions,
         "interval_svg": _interval_plot(rows, metric, weight_offset) if rows else None,
         "weight_offset": f"{weight_offset:g}",
         "metric_links": [
@@ -139,6 +161,26 @@ def leaderboard(request, slug: str):
         "agreement_rows": [{"name": name, **entry} for name, entry in agreement["models"].items()],
     }
     return render(request, "metrics/leaderboard.html", context)
+
+
+@require_GET
+def leaderboard_svg(request, slug: str):
+    """The leaderboard's interval plot as an SVG file to download, for the query's metric and n0."""
+    study = _study(slug)
+    if study.status != Study.Status.FINISHED:
+        return _not_finished(request, study, "its leaderboard")
+    settings_form = _leaderboard_settings(request)
+    if not settings_form.is_valid():
+        problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in settings_form.errors.items())
+        return HttpResponseBadRequest(problems, content_type="text/plain; charset=utf-8")
+    metric, weight_offset = settings_form.cleaned_data["metric"], settings_form.cleaned_data["n0"]
+    _board, rows = _board_rows(study, metric, weight_offset)
+    if not rows:
+        raise Http404(f"no model has been submitted for {study.name} yet: there is nothing to plot")
+    response = HttpResponse(_interval_plot(rows, metric, weight_offset), content_type="image/svg+xml")
+    filename = f"{study.slug}-leaderboard-{metric}-n0-{weight_offset:g}.svg"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 def _interval_plot(rows: list[dict], metric: str, weight_offset: float) -> str:

@@ -323,6 +323,7 @@ INTERVAL_LABEL_WIDTH = 220
 INTERVAL_LABEL_CHARACTERS = 32
 GROUP_FILL = "#E8ECF7"
 REFERENCE_COLOR = "#777777"
+LEGEND_LINE = 20  # px between the legend's entries, one under the other
 
 
 def intervals_svg(
@@ -360,7 +361,7 @@ def intervals_svg(
     top = MARGIN_TOP + 8
     bottom = top + INTERVAL_ROW * max(len(rows), 1)
     legend_y = bottom + 48
-    height = legend_y + 16
+    height = legend_y + 16 + LEGEND_LINE * (bool(reference_label) + group_legend)
 
     def px(value: float) -> float:
         return left + (value - x_low) / (x_high - x_low) * (right - left)
@@ -447,6 +448,7 @@ def intervals_svg(
         parts.append("</g>")
         out.append("".join(parts))
 
+    # One legend entry per line: labels of any length never run into one another.
     out.append('<g class="legend">')
     out.append(f'<circle cx="{left + 6}" cy="{legend_y}" r="5" fill="{PALETTE[0]}"/>')
     out.append(
@@ -454,18 +456,21 @@ def intervals_svg(
         'stroke-width="3"/>'
     )
     out.append(_text(left + 46, legend_y + 4, interval_label))
+    entry_y = legend_y
     if reference_label:
-        x = left + 220
+        entry_y += LEGEND_LINE
+        x = left + 27
         out.append(
-            f'<line x1="{x}" y1="{legend_y - 8}" x2="{x}" y2="{legend_y + 8}" stroke="{REFERENCE_COLOR}" '
+            f'<line x1="{x}" y1="{entry_y - 8}" x2="{x}" y2="{entry_y + 8}" stroke="{REFERENCE_COLOR}" '
             'stroke-width="2"/>'
         )
-        out.append(_text(x + 8, legend_y + 4, reference_label))
+        out.append(_text(left + 46, entry_y + 4, reference_label))
     if group_legend:
+        entry_y += LEGEND_LINE
         out.append(
-            f'<rect x="{left + 420}" y="{legend_y - 7}" width="22" height="14" rx="3" fill="{GROUP_FILL}"/>'
+            f'<rect x="{left + 16}" y="{entry_y - 7}" width="22" height="14" rx="3" fill="{GROUP_FILL}"/>'
         )
-        out.append(_text(left + 448, legend_y + 4, "cannot be told apart"))
+        out.append(_text(left + 46, entry_y + 4, "cannot be told apart"))
     out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)

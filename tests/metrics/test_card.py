@@ -64,7 +64,8 @@ def labels_of(study: Study) -> dict[int, str]:
 
 def page_svgs(html: str) -> dict[str, ET.Element]:
     """The SVG plots of the card page, by figure name, parsed as XML."""
-    found = re.findall(r'<figure class="card-figure" id="figure-(\w+)">\s*(<svg.*?</svg>)', html, re.DOTALL)
+    figure = r'<figure class="card-figure" id="figure-(\w+)">\s*<div class="plot-scroll"[^>]*>(<svg.*?</svg>)'
+    found = re.findall(figure, html, re.DOTALL)
     return {name: ET.fromstring(svg) for name, svg in found}
 
 

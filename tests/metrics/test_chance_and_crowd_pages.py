@@ -39,7 +39,7 @@ def test_the_leaderboard_says_which_models_are_at_or_below_chance(study, django_
     assert chance_verdict(tau_w["upside-down"]) == "below"
 
     found = page(Client().get(f"/models/studies/{study.slug}/leaderboard/", {"metric": "tau_w"}))
-    cells = {row[2].split(" ")[0]: row[2] for row in found.tables["leaderboard"][1:]}
+    cells = {row[1].split(" ")[0]: row[1] for row in found.tables["leaderboard"][1:]}
     assert cells["truth"] == "truth"
     assert cells["upside-down"].endswith(f"below chance (p = {tau_w['upside-down']['p_value']:.3f})")
     verdict = chance_verdict(tau_w["noise"])

@@ -192,7 +192,7 @@ def test_the_models_page_lists_the_owners_own_submissions_only(study, owner, dja
     found = page(owner.get("/models/"))
 
     assert body_rows(found.tables["my-submissions"]) == [
-        ["mine", study.name, "100% (28 items)", "done", mine.created_at.strftime("%Y-%m-%d %H:%M")]
+        ["mine", study.name, "100% (28 items)", "done", mine.created_at.strftime("%-d %b %Y, %H:%M UTC")]
     ]
     assert ("mine", f"/models/submissions/{mine.pk}/") in found.links
     assert found.text["current-user"] == "owner"
@@ -562,14 +562,14 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
     assert response.status_code == 200
     assert found.tables["leaderboard"][0] == [
         "Rank",
-        "Rank range",
         "Model",
-        "Owner",
         "ρ_w (weighted Spearman)",
         "95% interval",
+        "Rank range",
         "Chance (mean ± SD)",
         "p",
         "Coverage",
+        "Owner",
         "Owner's variants",
         "Interval for the variants",
     ]
@@ -580,7 +580,6 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
         expected.append(
             [
                 str(row["rank"]),
-                f"{row['rank_range'][0]}–{row['rank_range'][1]}",
                 row["model_name"]
                 + (f" cannot be told apart from: {', '.join(ties)}" if ties else "")
                 + (
@@ -588,18 +587,19 @@ def test_the_leaderboard_page_is_public_with_intervals_chance_ranks_and_ties(stu
                     if chance_verdict(rho_w) in ("at", "below")
                     else ""
                 ),
-                row["owner"],
                 number(row["value"]),
                 f"[{number(row['interval'][0])}, {number(row['interval'][1])}]",
+                f"{row['rank_range'][0]}–{row['rank_range'][1]}",
                 f"{number(rho_w['chance_mean'])} ± {number(rho_w['chance_sd'])}",
                 number(rho_w["p_value"]),
                 "100%",
+                row["owner"],
                 str(row["variants"]),
                 f"[{number(row['interval_adjusted'][0])}, {number(row['interval_adjusted'][1])}]",
             ]
         )
     assert body_rows(found.tables["leaderboard"]) == expected
-    assert [row[2] for row in expected] == [
+    assert [row[1] for row in expected] == [
         "truth cannot be told apart from: twin (alice)",
         "twin cannot be told apart from: truth (alice)",
         f"random at chance (p = {number(board['rows'][2]['metrics']['rho_w']['p_value'])})",
@@ -626,19 +626,19 @@ def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_for_plai
     ]
     assert found.tables["leaderboard"][0] == [
         "Rank",
-        "Rank range",
         "Model",
-        "Owner",
         "ρ (Spearman)",
         "95% interval",
+        "Rank range",
         "Chance (mean ± SD)",
         "p",
         "Coverage",
+        "Owner",
         "Owner's variants",
         "Interval for the variants",
     ]
     board = leaderboard_for(study=study, metric="rho", weight_offset=5.0)
-    assert [row[6:8] for row in body_rows(found.tables["leaderboard"])] == [
+    assert [row[5:7] for row in body_rows(found.tables["leaderboard"])] == [
         [
             f"{number(row['metrics']['rho']['chance_mean'])} ± {number(row['metrics']['rho']['chance_sd'])}",
             number(row["metrics"]["rho"]["p_value"]),
@@ -654,7 +654,7 @@ def test_the_leaderboard_page_switches_metric_by_links_and_shows_chance_for_plai
 
 def interval_plot(response) -> ET.Element:
     match = re.search(
-        r'<figure class="plot-figure" id="interval-plot"[^>]*>\s*(<svg.*?</svg>)',
+        r'<figure class="plot-figure" id="interval-plot".*?(<svg.*?</svg>)',
         response.content.decode(),
         re.DOTALL,
     )

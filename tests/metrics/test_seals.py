@@ -70,7 +70,11 @@ def test_a_model_sealed_while_the_study_runs_is_revealed_by_its_very_file_and_th
         str(submission.seal.sealed_at.date())
     )
     page = Client().get(f"/models/studies/{study.slug}/leaderboard/").content.decode()
-    assert "while the study was running" in page
+    sealed_at = submission.seal.sealed_at
+    assert (
+        f'sealed <time datetime="{sealed_at.isoformat()}">{sealed_at:%-d %b %Y}</time>, while the study was running'
+        in page
+    )
 
 
 def test_a_file_that_does_not_match_its_seal_is_refused_and_nothing_is_stored(study):

@@ -218,9 +218,9 @@ def test_the_leaderboard_lists_an_undefined_model_unranked_with_why_and_ranks_th
     )
 
     board_page = page(Client().get(f"/models/studies/{study.slug}/leaderboard/", {"metric": "rho_w"}))
-    cells = {row[2].split()[0]: row for row in board_page.tables["leaderboard"][1:]}
-    assert (cells["constant"][0], cells["constant"][4]) == ("—", "undefined")
-    assert EVERY_SCORE_THE_SAME["rho_w"] in cells["constant"][2]
+    cells = {row[1].split()[0]: row for row in board_page.tables["leaderboard"][1:]}
+    assert (cells["constant"][0], cells["constant"][2]) == ("—", "undefined")
+    assert EVERY_SCORE_THE_SAME["rho_w"] in cells["constant"][1]
 
 
 # --- constant on a part of the items ---------------------------------------------------------------------
