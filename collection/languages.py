@@ -11,6 +11,8 @@ is never mixed: its words and the study's texts are always in the one language s
 from __future__ import annotations
 
 import copy
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -48,10 +50,31 @@ def study_own_texts(study: Study) -> StudyTexts:
     return StudyTexts(study.language, study.name, study.question, study.instructions)
 
 
+# Each web process keeps the texts it read, per study version (a saved translation or check gives the study
+# a new one: collection.models.study_texts_changed), so that a vote in another language costs no query.
+MAX_KEPT_TEXTS = 1024
+_kept_lock = threading.Lock()
+_kept_texts: OrderedDict[tuple, StudyTexts | None] = OrderedDict()
+
+
 def study_texts(*, study: Study, language: str) -> StudyTexts | None:
     """The study's texts in ``language``, or None when any of them is missing in it."""
     if language == study.language:
         return study_own_texts(study)
+    key = (study.pk, study.settings_version, language)
+    with _kept_lock:
+        if key in _kept_texts:
+            _kept_texts.move_to_end(key)
+            return _kept_texts[key]
+    texts = _study_texts_read(study=study, language=language)
+    with _kept_lock:
+        _kept_texts[key] = texts
+        while len(_kept_texts) > MAX_KEPT_TEXTS:
+            _kept_texts.popitem(last=False)
+    return texts
+
+
+def _study_texts_read(*, study: Study, language: str) -> StudyTexts | None:
     translation = StudyTranslation.objects.filter(study=study, language=language).first()
     if translation is None:
         return None

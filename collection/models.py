@@ -17,6 +17,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection, models
 from django.db.models import F, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.urls import reverse
 
 from collection import limits
@@ -1391,3 +1393,13 @@ class StudyJob(BackgroundWork):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for study {self.study_id} ({self.status})"
+
+
+@receiver([post_save, post_delete], sender=StudyTranslation)
+@receiver([post_save, post_delete], sender=CheckTranslation)
+@receiver([post_save, post_delete], sender=Check)
+def study_texts_changed(sender, instance, **kwargs) -> None:
+    """A new ``settings_version`` for the study whose texts or checks changed: each web process's copy of
+    its texts in other languages (``collection.languages``) is kept per version."""
+    study_id = instance.check_item.study_id if sender is CheckTranslation else instance.study_id
+    Study.objects.filter(pk=study_id).update(settings_version=uuid.uuid4())

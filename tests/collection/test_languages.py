@@ -318,3 +318,18 @@ def test_a_translation_is_of_another_language_and_has_the_instructions_the_study
     assert without_instructions.value.message_dict == {
         "instructions": ["The study has instructions: give them in this language too."]
     }
+
+
+def test_a_studys_texts_in_another_language_are_read_once_per_version(django_assert_num_queries):
+    study = spanish_study(("de", GERMAN))
+    study.refresh_from_db()
+    first = study_texts(study=study, language="de")
+    with django_assert_num_queries(0):
+        again = study_texts(study=study, language="de")
+    translation = StudyTranslation.objects.get(study=study, language="de")
+    translation.question = "Welches der beiden Wortpaare ist enger verwandt?"
+    translation.save()
+    study.refresh_from_db()
+
+    assert (first.question, again.question) == (GERMAN["question"], GERMAN["question"])
+    assert study_texts(study=study, language="de").question == "Welches der beiden Wortpaare ist enger verwandt?"
