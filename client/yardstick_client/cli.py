@@ -80,6 +80,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="a study setting, repeatable: --set ballot_count=3 --set question='Which pair is closer?'",
     )
+    dataset = actions.add_parser(
+        "dataset", help="a finished study as a Hugging Face dataset (Parquet and its card) in FOLDER"
+    )
+    dataset.add_argument("slug")
+    dataset.add_argument("folder", help="a new or empty folder; datasets.load_dataset(FOLDER) loads it")
+    dataset.add_argument("--license", help="the card's license, e.g. cc-by-4.0 (the server's default)")
+    dataset.add_argument("--language", help="the card's language code, e.g. en (the server's default)")
     progress = actions.add_parser("progress", help="each ballot's votes; --watch follows it to the end")
     progress.add_argument("slug")
     progress.add_argument("--watch", action="store_true", help="follow with a progress bar until it finishes")
@@ -295,6 +302,15 @@ def run_study(arguments: argparse.Namespace, client: Client, emit) -> None:
         emit(closing, closing["detail"])
     elif action == "results":
         emit(client.results(slug))
+    elif action == "dataset":
+        folder = client.download_dataset(
+            slug, arguments.folder, license=arguments.license, language=arguments.language
+        )
+        files = sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+        emit(
+            {"folder": str(folder), "files": files},
+            f"the dataset of {slug!r} is in {folder}: " + ", ".join(files),
+        )
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
+import shutil
 import sys
+import tempfile
 import time
 import urllib.parse
 import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -333,8 +337,52 @@ class Client:
         """The final ranking of a finished study (staff; its researchers, when it keeps a hidden part)."""
         return self._json("GET", f"/api/studies/{_quote(slug)}/results/")
 
-    # The study's dataset (GET /api/studies/{slug}/hub-dataset/) and live view (GET .../live/) join
-    # here with their endpoints.
+    def download_dataset(
+        self,
+        slug: str,
+        folder: str | os.PathLike,
+        *,
+        license: str | None = None,
+        language: str | None = None,
+        timeout: float = DEFAULT_WAIT_SECONDS,
+    ) -> pathlib.Path:
+        """Writes a finished study's Hugging Face dataset into ``folder`` (new or empty): Parquet tables
+        of the items, votes and ballots and the dataset card ``README.md``, which
+        ``datasets.load_dataset(folder)`` loads. ``license`` and ``language`` are the card's (the
+        server's defaults otherwise). A card being computed first is waited for. Returns the folder."""
+        target = pathlib.Path(folder)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise YardstickError(f"{target} exists and is not an empty folder: give a new or empty one")
+        params = {name: value for name, value in (("license", license), ("language", language)) if value}
+        path = f"/api/studies/{_quote(slug)}/hub-dataset/"
+        deadline = time.monotonic() + timeout
+        with tempfile.TemporaryFile() as archive:
+            with self._bar(f"dataset of {slug}") as bar:
+                while True:
+                    response = self.request("GET", path, params=params)
+                    if response.status_code != 202:
+                        archive.write(response.content)
+                        break
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise WaitTimeout(response.json().get("detail", "the card is being computed"))
+                    bar.update(note="computing the instrument card")
+                    retry_after = _retry_after(response.headers.get("Retry-After"), None)
+                    time.sleep(min(retry_after, left, MAX_CARD_POLL_SECONDS))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=target.parent) as unpacked:
+                try:
+                    with zipfile.ZipFile(archive) as dataset:
+                        # extractall keeps every member inside the folder (it drops "..", and absolute roots)
+                        dataset.extractall(unpacked)
+                except zipfile.BadZipFile:
+                    raise YardstickError(f"GET {path} did not answer a zip archive") from None
+                tops = list(pathlib.Path(unpacked).iterdir())
+                root = tops[0] if len(tops) == 1 and tops[0].is_dir() else pathlib.Path(unpacked)
+                target.mkdir(exist_ok=True)
+                for entry in root.iterdir():  # the archive's one folder becomes ``folder``
+                    shutil.move(entry, target / entry.name)
+        return target
 
     # --- model owners ----------------------------------------------------------------------------
 
