@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/auth/token/", TokenObtainView.as_view(), name="api-token"),
     path("api/", include("collection.api_urls")),
     path("api/", include("metrics.api_urls")),
+    path("api/", include("scoring.api_urls")),
     path("studies/", include("scoring.urls")),
     path("models/", include("metrics.urls")),
     # Browsers ask for /favicon.ico whatever a page links: the static file's address, which WhiteNoise serves.
