@@ -22,6 +22,7 @@ from collection.models import Study
 from common.errors import ServiceError
 from scoring.admin_plan import PlanTargetAdmin
 from scoring.forms import SimulateForm
+from scoring.live import study_live
 from scoring.models import ItemScore, SimulationRun
 from scoring.services import simulation_request
 
@@ -103,6 +104,8 @@ class StudyAdmin(PlanTargetAdmin, CollectionStudyAdmin):
         if not study.is_draft:
             context["results_url"] = reverse("scoring:results", args=[study.slug])
             context["exports"] = [(label, reverse(name, args=[study.slug])) for name, label in EXPORTS]
+            context["live_url"] = reverse("scoring:live", args=[study.slug])
+            context["live"] = study_live(study=study)
         context.update(self._simulations_context(study))
         return context
 

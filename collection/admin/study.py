@@ -175,6 +175,9 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         ]
         if obj is not None:
             fieldsets.append(("Record", {"fields": RECORD_FIELDS}))
+        if obj is not None and not obj.is_draft:
+            # Once started, the page opens on the study at work; the settings stay one click away.
+            fieldsets = [(name, {**options, "classes": ("collapse",)}) for name, options in fieldsets]
         return fieldsets
 
     def get_readonly_fields(self, request, obj=None):

@@ -52,6 +52,11 @@ def test_a_researcher_goes_from_a_tokens_csv_to_a_running_study(page, live_serve
     page.get_by_label("Appearances").fill("4")
     page.get_by_role("button", name="Save and continue editing").first.click()
     expect(page.locator("ul.messagelist")).to_contain_text("was added successfully")
+    # The seed's field shows all of a 64-bit seed's 19 digits, and its sign, without scrolling them.
+    seed = page.get_by_label("Seed")
+    seed.fill("-9223372036854775807")
+    assert seed.evaluate("field => field.scrollWidth <= field.clientWidth") is True
+    seed.fill("")
     expect(page.locator("#plan-next-step")).to_have_text(
         "Next: upload the tokens, then generate the items (or upload pairs). The plan is shown here once "
         "the study has two items or more."
@@ -86,6 +91,12 @@ def test_a_researcher_goes_from_a_tokens_csv_to_a_running_study(page, live_serve
     expect(page.locator("#ballot-1 td").nth(0)).to_have_text("open")
     expect(page.locator("#ballot-1 .yardstick-progress-text")).to_have_text("0 / 90")
     expect(page.get_by_role("link", name="Close ballot 1 now")).to_be_visible()
+    # The page opens on the study at work: its link, live view and plan above the settings, now folded.
+    settings_top = page.locator("#study-settings").bounding_box()["y"]
+    for shown in ("#entry-link", "#live-link", "#plan-ballots", "#ballot-1", "#checks-group"):
+        assert page.locator(shown).bounding_box()["y"] < settings_top, shown
+    expect(page.locator("#study-settings details").first).not_to_have_attribute("open", re.compile(".*"))
+    expect(page.locator("#id_question")).not_to_be_visible()
 
     study = Study.objects.get(slug="sales-marketing-relatedness")
     assert study.status == Study.Status.RUNNING
