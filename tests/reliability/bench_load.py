@@ -615,9 +615,18 @@ def wrk_live_phase(stack: Stack, slug: str, *, seconds: float, meter=None, log=p
     finally:
         poller.stopped.set()
         poller.join()
+
+    def server_cpu_ms(phase: dict, rate: str = "requests_per_second") -> float | None:
+        # The stack's processes (not wrk, not the parts listed twice as "postgres/…") per request.
+        cores = sum(v for part, v in phase["cores"].items() if "/" not in part and part != "generator")
+        return round(1000 * cores / phase[rate], 3) if phase[rate] else None
+
     return {
         "health": health,
         "live": live,
+        "cpu_ms_per_healthz": server_cpu_ms(health),
+        "cpu_ms_per_live_read": server_cpu_ms(live),
+        "cpu_ms_per_vote_polled": server_cpu_ms(crowd, "votes_per_second"),
         "healthz_per_live_read": round(health["requests_per_second"] / live["requests_per_second"], 2)
         if live["requests_per_second"]
         else None,
@@ -1096,11 +1105,21 @@ def markdown(report: dict) -> str:
                 "",
             ),
             (
+                "… the server's CPU per request: live read / `/healthz/` (ms)",
+                f"{live['cpu_ms_per_live_read']:g} / {live['cpu_ms_per_healthz']:g}",
+                "",
+            ),
+            (
                 f"{live['crowd']['joined']} annotators, wrk, with a researcher polling the live view every "
                 f"{poll['period_s']:g} s: p50 / p95 ms",
                 f"{live['crowd']['p50_ms']:g} / {live['crowd']['p95_ms']:g}"
                 + (f" (without: {crowd_wrk['p50_ms']:g} / {crowd_wrk['p95_ms']:g})" if crowd_wrk else ""),
                 f"p95 < {GOAL_CROWD_P95_MS:g}",
+            ),
+            (
+                "… the server's CPU per vote with the researcher polling (ms)",
+                f"{live['cpu_ms_per_vote_polled']:g}",
+                "",
             ),
             (
                 "… the researcher's reads meanwhile: p50 / p95 ms, statuses",
