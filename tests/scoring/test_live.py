@@ -308,3 +308,22 @@ def test_the_page_shows_the_figures_of_the_api(client, running_study, django_use
     assert f'<dd id="live-excluded">{figures["annotators"]["excluded"]}</dd>' in html
     assert f'<progress value="{PLANNED_M8[0]}" max="{PLANNED_M8[0]}">' in html
     assert Assignment.objects.filter(status="active").count() == figures["annotators"]["active"]
+
+
+def test_a_study_with_a_hidden_test_part_shows_its_live_view_to_its_researchers_only(
+    client, django_user_model
+):
+    study = make_study(seed=7, hidden_share=0.2)  # its top items would show hidden items' scores
+    url = f"/api/studies/{study.slug}/live/"
+    other = django_user_model.objects.create_user(username="other", password="x", is_staff=True)
+    creator = django_user_model.objects.create_user(username="creator", password="x", is_staff=True)
+    Study.objects.filter(pk=study.pk).update(created_by=creator)
+
+    client.force_login(other)
+    refused_api, refused_page = client.get(url), client.get(reverse("scoring:live", args=[study.slug]))
+    client.force_login(creator)
+    allowed_api, allowed_page = client.get(url), client.get(reverse("scoring:live", args=[study.slug]))
+
+    assert (refused_api.status_code, refused_page.status_code) == (403, 403)
+    assert "hidden test part" in refused_api.json()["detail"]
+    assert (allowed_api.status_code, allowed_page.status_code) == (200, 200)
