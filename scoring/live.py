@@ -37,6 +37,7 @@ LIVE_TOP = 10  # the top items shown from the last closed ballot
 LIVE_CACHE_SECONDS = 5  # one computation per study in this time, however many researchers poll
 LIVE_INTERVAL_LEVEL = 0.95
 PLAN_CACHE_SECONDS = 3600
+FLAGS_CACHE_SECONDS = 24 * 3600  # judged again at the next close, or after a day
 LIVE_CACHE_KEY = "live:{}"
 
 
@@ -270,7 +271,7 @@ def _flagged(*, study: Study, last_closed: Ballot | None) -> tuple[int | None, d
     if stored is None:
         stored = (int(annotator_figures(study=study).flagged.sum()), timezone.now())
         try:
-            cache.set(key, stored, None)
+            cache.set(key, stored, FLAGS_CACHE_SECONDS)
         except Exception:
             pass
     return stored
