@@ -260,7 +260,7 @@ def _annotators(*, study: Study, now: datetime, last_closed: Ballot | None) -> d
 
 def _flagged(*, study: Study, last_closed: Ballot | None) -> tuple[int | None, datetime | None]:
     """How many annotators the quality thresholds flag, judged on every vote once per closed ballot
-    (as the exclusion rule is) and cached until the next close; (None, None) before the first close."""
+    (as the exclusion rule is) and cached until the next close (or a day); (None, None) before the first close."""
     if last_closed is None:
         return None, None
     key = f"live-flags:{study.pk}:{last_closed.number}:{study.settings_version}"
