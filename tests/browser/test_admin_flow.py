@@ -140,3 +140,34 @@ def test_the_simulations_panel_follows_a_run_in_progress_without_reloading_the_p
     )
     expect(page.locator("#simulations")).not_to_have_attribute("data-refresh-url", re.compile(".*"))
     assert page.evaluate("window.sameDocument") is True
+
+
+def test_the_job_line_follows_an_items_generation_without_reloading_the_page(
+    page, live_server, django_user_model
+):
+    from django.core.cache import cache
+
+    from collection.jobs import JOB_PROGRESS_KEY
+    from collection.models import StudyJob
+
+    django_user_model.objects.create_superuser("researcher", "researcher@example.org", PASSWORD)
+    study = make_study(start=False)
+    job = StudyJob.objects.create(
+        study=study, kind=StudyJob.Kind.ITEMS_GENERATE, total=6000, status=StudyJob.Status.RUNNING
+    )
+    cache.set(JOB_PROGRESS_KEY.format(job.pk), 2000, 3600)  # as the task reports after its first batch
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/collection/study/{study.pk}/change/")
+    page.get_by_label("Username").fill("researcher")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#study-job .yardstick-progress-text")).to_have_text("2000 / 6000")
+    page.evaluate("window.sameDocument = true")
+
+    cache.set(JOB_PROGRESS_KEY.format(job.pk), 4000, 3600)
+    expect(page.locator("#study-job .yardstick-progress-text")).to_have_text("4000 / 6000")
+    expect(page.locator("#study-job progress")).to_have_attribute("value", "4000")
+    StudyJob.objects.filter(pk=job.pk).update(status=StudyJob.Status.DONE)
+
+    expect(page.locator("#study-job")).to_contain_text("is done")
+    expect(page.locator("#study-job")).not_to_have_attribute("data-refresh-url", re.compile(".*"))
+    assert page.evaluate("window.sameDocument") is True
