@@ -192,6 +192,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "metrics.submissions_sweep",
         "schedule": env.float("SWEEP_SECONDS", default=15.0),
     },
+    # A sample a minute of each running study's votes: the live view's votes over time (scoring/live.py).
+    "live-samples": {"task": "scoring.live_samples_take", "schedule": 60.0},
 }
 # /healthz/ reads when the ballots sweep last ran at most this often per process (config/views.py).
 HEALTHZ_SWEEP_READ_SECONDS = 5.0

@@ -39,6 +39,7 @@ urlpatterns = [
     path("api/auth/token/", TokenObtainView.as_view(), name="api-token"),
     path("api/", include("collection.api_urls")),
     path("api/", include("metrics.api_urls")),
+    path("api/", include("scoring.api_urls")),
     # Beside the scoring app's exports; served by the metrics app, which the dataset card needs.
     path("studies/<slug:slug>/export/hub-dataset.zip", hub_dataset_download, name="export-hub-dataset"),
     path("studies/", include("scoring.urls")),

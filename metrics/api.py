@@ -33,6 +33,7 @@ from metrics import services
 from metrics.instrument import (
     DRAFT_MESSAGE,
     card_json_data,
+    card_progress,
     card_wait_seconds,
     instrument_card_or_request,
 )
@@ -598,6 +599,7 @@ class CardView(MetricsErrors, APIView):
             body = {
                 "detail": CARD_COMPUTING.format(slug=study.slug, items=items, wait=wait),
                 "retry_after": wait,
+                "progress": card_progress(study=study),
             }
             return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Retry-After": str(wait)})
         return Response(card_json_data(card))

@@ -57,6 +57,10 @@ SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split 
 # The API computes a card in the request up to this many items (about 3 s, as the card page does);
 # a larger one is computed in the background and the API answers 202 meanwhile.
 CARD_SYNC_ITEMS = 1000
+# The card's computation reports its steps done of CARD_STEPS in the cache while it runs (in a worker, or
+# after the response on the embedded default), so that the API's 202 can say how far it has gone.
+CARD_PROGRESS_KEY = "card-progress:{}"
+CARD_STEPS = 7
 DRAFT_MESSAGE = (
     "Study {slug!r} is a draft: nothing has been measured yet. Its instrument card exists once the study has "
     "started; it fills in as ballots close."
@@ -93,6 +97,7 @@ def instrument_card_or_request(*, study: Study) -> dict | None:
         logger.warning("cache unavailable; asking for the card of study %s without deduplication", study.pk)
         first_ask = True
     if first_ask:
+        _card_progress_report(study, 0)  # asked for, not started: no figure of an earlier computation
         enqueue_on_commit(
             "metrics.instrument_card",
             study.pk,
@@ -100,6 +105,22 @@ def instrument_card_or_request(*, study: Study) -> dict | None:
             after_response=True,
         )
     return None
+
+
+def card_progress(*, study: Study) -> float | None:
+    """The share done of the card's computation last reported (0 to 1); None when none has started."""
+    try:
+        done = cache.get(CARD_PROGRESS_KEY.format(study.pk))
+    except Exception:  # the cache (Redis) is away: no progress to tell
+        return None
+    return None if done is None else min(1.0, done / CARD_STEPS)
+
+
+def _card_progress_report(study: Study, done: int) -> None:
+    try:
+        cache.set(CARD_PROGRESS_KEY.format(study.pk), done, 3600)
+    except Exception:  # progress is a courtesy; the card is computed without it
+        logger.warning("progress of the card of study %s not stored: the cache does not answer", study.pk)
 
 
 def card_wait_seconds(item_count: int) -> int:
@@ -175,6 +196,7 @@ def _study_changes(study: Study) -> list[dict]:
 
 
 def _compute_card(study: Study) -> dict:
+    _card_progress_report(study, 0)
     votes = study_votes(study=study)
     item_count = votes.item_count
     plan = study_plan(study=study, item_count=item_count).as_dict() if item_count >= 2 else None
@@ -247,11 +269,14 @@ def _compute_card(study: Study) -> dict:
         card["fragility"] = card["exclusions"] = None
         card["reproducibility"] = []
         card["areas"] = _area_figures(study, every_vote, np.full(item_count, np.nan), None)
+        _card_progress_report(study, CARD_STEPS)
         return card
 
+    _card_progress_report(study, 1)  # the votes read
     score = current_scores(study=study, item_count=item_count)
     hidden = hidden_mask(study)
     replicates = study_replicates(study=study)
+    _card_progress_report(study, 2)
     precision = precision_summary(replicates)
     card["precision"] = {
         "method": (
@@ -300,6 +325,7 @@ def _compute_card(study: Study) -> dict:
             votes.pair_low[people], votes.pair_high[people], votes.winner_is_low[people]
         )
     card["repeatability"] = repeatability
+    _card_progress_report(study, 3)
     # The curve lists the score differences of the compared pairs: in a study that keeps a hidden test
     # part, a difference to a published score would give a hidden one, so only pairs of two development
     # items count there.
@@ -311,6 +337,7 @@ def _compute_card(study: Study) -> dict:
     curve = resolved.pop("curve")
     resolved["curve"] = {key: [float(v) for v in values] for key, values in curve.items()}
     card["resolution"] = resolved
+    _card_progress_report(study, 4)
     chance = chance_for(study=study, item_count=item_count, weight_offset=DEFAULT_WEIGHT_OFFSET)
     card["chance"] = {
         name: {"mean": chance[name]["mean"], "sd": chance[name]["sd"]} for name in CHANCE_COEFFICIENTS
@@ -318,10 +345,13 @@ def _compute_card(study: Study) -> dict:
         "weight_offset": DEFAULT_WEIGHT_OFFSET,
         "draws": chance["draw_count"],
     }
+    _card_progress_report(study, 5)
     card["reproducibility"] = _reproducibility_entries(study, score, precision["sd"])
     card["areas"] = _area_figures(study, every_vote, score, precision["sd"])
+    _card_progress_report(study, 6)
     card["fragility"] = _fragility(study, votes)
     card["exclusions"] = _exclusions(study)
+    _card_progress_report(study, CARD_STEPS)
     return card
 
 

@@ -543,6 +543,10 @@ class CardSerializer(serializers.Serializer):
 class CardComputingSerializer(serializers.Serializer):
     detail = serializers.CharField()
     retry_after = serializers.IntegerField(help_text="Seconds to wait before asking again (as Retry-After).")
+    progress = serializers.FloatField(
+        allow_null=True,
+        help_text="The share of the card's computation done (0 to 1), as it last reported; null before it starts.",
+    )
 
 
 class AuthTokenResponseSerializer(serializers.Serializer):

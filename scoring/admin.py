@@ -22,6 +22,7 @@ from collection.models import Study
 from common.errors import ServiceError
 from scoring.admin_plan import PlanTargetAdmin
 from scoring.forms import SimulateForm
+from scoring.live import study_live
 from scoring.models import ItemScore, SimulationRun
 from scoring.services import simulation_request
 
@@ -109,6 +110,8 @@ class StudyAdmin(PlanTargetAdmin, CollectionStudyAdmin):
                 (label, reverse(name, args=[study.slug]))
                 for name, label in (*EXPORTS, *([HUB_DATASET] if finished else []))
             ]
+            context["live_url"] = reverse("scoring:live", args=[study.slug])
+            context["live"] = study_live(study=study)
         context.update(self._simulations_context(study))
         return context
 

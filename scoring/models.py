@@ -52,3 +52,21 @@ class PlanSearch(BackgroundWork):
     @property
     def progress_percent(self) -> int:
         return percent_done(self.done, self.total) if self.total else 0
+
+
+class LiveSample(models.Model):
+    """The votes recorded in a running study at one minute: the series of the live view's "votes over
+    time" (``scoring.live``). At most one per study and minute (the unique constraint: whoever reads or
+    samples first in a minute writes it), kept for ``scoring.live.LIVE_SAMPLES_KEPT_MINUTES``."""
+
+    study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="live_samples")
+    minute = models.DateTimeField(help_text="The sample's minute (its time, seconds dropped).")
+    at = models.DateTimeField(help_text="When the votes were read.")
+    votes = models.IntegerField(help_text="Votes recorded in the study then (its ballots' counters).")
+
+    class Meta:
+        ordering = ["study", "minute"]
+        constraints = [models.UniqueConstraint(fields=["study", "minute"], name="live_sample_one_per_minute")]
+
+    def __str__(self) -> str:
+        return f"study {self.study_id} at {self.at:%Y-%m-%d %H:%M:%S}: {self.votes} votes"

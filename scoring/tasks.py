@@ -10,6 +10,7 @@ from django.utils import timezone
 from collection.lifecycle import ballots_sweep
 from collection.models import Study
 from scoring.exclusion import exclusion_rules_apply
+from scoring.live import live_samples_take
 from scoring.planning import plan_search_execute, plan_searches_restart
 from scoring.services import simulation_run, simulation_run_execute, simulations_restart
 from scoring.simulation import SimulationConfig
@@ -69,3 +70,10 @@ def exclusion_rules_apply_task(study_id: int) -> str:
 def plan_search_run_task(search_id: int) -> None:
     """Run a stored ``PlanSearch`` (admin "plan from a target"), saving progress as it goes."""
     plan_search_execute(search_id=search_id)
+
+
+@shared_task(name="scoring.live_samples_take")
+def live_samples_take_task() -> int:
+    """Beat, once a minute: a sample of each running study's votes for its live view (one a minute at most,
+    whoever writes it first: this task or a read of the live view)."""
+    return live_samples_take()

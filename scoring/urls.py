@@ -7,6 +7,7 @@ from scoring import views
 app_name = "scoring"
 urlpatterns = [
     path("<slug:slug>/results/", views.results, name="results"),
+    path("<slug:slug>/live/", views.live, name="live"),
     path("<slug:slug>/export/dataset.csv", views.export_dataset_csv, name="export-dataset-csv"),
     path("<slug:slug>/export/dataset.json", views.export_dataset_json, name="export-dataset-json"),
     path("<slug:slug>/export/votes.csv", views.export_votes_csv, name="export-votes-csv"),

@@ -35,7 +35,8 @@ from scoring.exports import (
     study_export_header,
     study_vote_rows,
 )
-from scoring.plots import rescaling_svg, scores_by_rank_svg
+from scoring.live import LIVE_CACHE_SECONDS, study_live
+from scoring.plots import Series, rescaling_svg, scatter_svg, scores_by_rank_svg
 from scoring.selectors import (
     ANNOTATOR_SORTS,
     QUALITY_FLAGS,
@@ -128,6 +129,37 @@ def results(request, slug: str):
                 final=by_rank.final,
             )
     return render(request, "scoring/results.html", context)
+
+
+@researchers_only
+def live(request, slug: str):
+    """The live view of a study: its figures at load time; ``static/scoring/live.js`` fetches the page
+    again every few seconds while the study runs and swaps the figures in."""
+    study = get_object_or_404(Study, slug=slug)
+    figures = study_live(study=study)
+    context = {
+        "study": study,
+        "live": figures,
+        "admin_url": _admin_url(study),
+        "refresh_seconds": LIVE_CACHE_SECONDS,
+        "series_svg": _series_svg(figures) if figures["series"] else None,
+    }
+    return render(request, "scoring/live.html", context)
+
+
+def _series_svg(figures: dict) -> str:
+    """Votes over time: the samples' votes against minutes before now."""
+    now = figures["now"]
+    minutes = [(sample["at"] - now).total_seconds() / 60 for sample in figures["series"]]
+    votes = [sample["votes"] for sample in figures["series"]]
+    return scatter_svg(
+        title="Votes recorded over time",
+        x_label="minutes before now",
+        y_label="votes recorded",
+        series=[Series(label="a sample a minute", x=minutes, y=votes, color="#0072B2")],
+        x_limits=(min(minutes), 0.0),
+        y_limits=(0.0, max(votes) or 1.0),
+    )
 
 
 @researchers_only

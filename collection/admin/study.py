@@ -178,6 +178,9 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         ]
         if obj is not None:
             fieldsets.append(("Record", {"fields": RECORD_FIELDS}))
+        if obj is not None and not obj.is_draft:
+            # Once started, the page opens on the study at work; the settings stay one click away.
+            fieldsets = [(name, {**options, "classes": ("collapse",)}) for name, options in fieldsets]
         return fieldsets
 
     def get_readonly_fields(self, request, obj=None):
@@ -259,20 +262,25 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
         progress = study_progress(study=study)
         context["ballots"] = progress
         context["open_ballot"] = next((b for b in progress if b["status"] == Ballot.Status.OPEN), None)
-        job = study_job_shown(study=study)
-        if job is not None:
-            done = study_job_done_count(job)
-            context["job"] = {
-                "job": job,
-                "done": done,
-                "percent": percent_done(done, job.total) if job.total else 0,
-            }
+        context.update(self._job_context(study))
         context["split"] = split_summary(study=study)
         context["split_visible"] = hidden_part_visible_to(request.user, study)
         entry = study.get_absolute_url()
         context["entry_url"] = request.build_absolute_uri(entry)
         context.update(self._changes_context(study))
         return context
+
+    @staticmethod
+    def _job_context(study: Study, *, latest: bool = False) -> dict:
+        """The study's job on its pools, if one runs or failed (with ``latest``, its latest job, done
+        too: what the refreshed panel shows when it ends): its units done of its total."""
+        job = study.jobs.first() if latest else study_job_shown(study=study)
+        if job is None:
+            return {"job": None}
+        done = study_job_done_count(job)
+        return {
+            "job": {"job": job, "done": done, "percent": percent_done(done, job.total) if job.total else 0}
+        }
 
     @staticmethod
     def _changes_context(study: Study) -> dict:

@@ -43,6 +43,7 @@ class StudyPages:
             ("start", self.start_view),
             ("close-ballot", self.close_ballot_view),
             ("duplicate", self.duplicate_view),
+            ("job", self.job_view),
         ]
 
     def get_urls(self):
@@ -302,6 +303,13 @@ class StudyPages:
                 "votes": f"{ballot.votes_recorded:,}",
                 "comparisons": counted(ballot.comparison_count, "comparison"),
             },
+        )
+
+    def job_view(self, request, object_id):
+        """The study's job line alone, for the page's script to refresh while the job runs."""
+        study = self._study_or_404(request, object_id, change=False)
+        return self._render(
+            request, study, "admin/collection/study/_job.html", self._job_context(study, latest=True)
         )
 
     def duplicate_view(self, request, object_id):

@@ -1,10 +1,11 @@
-// The study's admin page: while a simulation of its plan, or a search for a plan from a target, runs,
-// refresh its panel every few seconds (the panel says so with data-refresh-url). Without JavaScript
+// The study's admin page: while a simulation of its plan, a search for a plan from a target, or a job
+// on its pools (generating items) runs, refresh its panel every few seconds (the panel says so with
+// data-refresh-url). Without JavaScript
 // the page still shows the state at load time, and a reload shows the progress.
 (function () {
     "use strict";
 
-    var PANELS = ["simulations", "plan-search"];
+    var PANELS = ["simulations", "plan-search", "study-job"];
     var PERIOD_MS = 2000;
     var RETRY_MS = 10000;
 

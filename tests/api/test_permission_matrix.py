@@ -394,6 +394,10 @@ MATRIX = {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },
+    "admin/collection/study/<path:object_id>/job/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
     "admin/collection/study/<path:object_id>/simulate/": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
@@ -757,6 +761,7 @@ MATRIX = {
         "POST": {"anonymous": 401, "annotator": 401, "owner_a": 400, "owner_b": 400, "staff": 400},
     },
     "api/studies/<slug:slug>/leaderboard/": {"GET": everyone(studies(200, 409, 409))},
+    "api/studies/<slug:slug>/live/": {"GET": staff_api(200)},
     "api/studies/<slug:slug>/annotators/": {"GET": everyone(studies(200, 409, 409))},
     # Public as the card page is; a draft has no card yet (409), as the .md and .json downloads answer.
     "api/studies/<slug:slug>/card/": {"GET": everyone(studies(200, 200, 409))},
@@ -772,6 +777,10 @@ MATRIX = {
         "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 404, "staff": 404}
     },
     "studies/<slug:slug>/results/": {
+        "GET": staff_only(200, ADMIN_LOGIN),
+        "POST": staff_only(200, ADMIN_LOGIN),
+    },
+    "studies/<slug:slug>/live/": {
         "GET": staff_only(200, ADMIN_LOGIN),
         "POST": staff_only(200, ADMIN_LOGIN),
     },

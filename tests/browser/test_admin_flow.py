@@ -52,6 +52,11 @@ def test_a_researcher_goes_from_a_tokens_csv_to_a_running_study(page, live_serve
     page.get_by_label("Appearances").fill("4")
     page.get_by_role("button", name="Save and continue editing").first.click()
     expect(page.locator("ul.messagelist")).to_contain_text("was added successfully")
+    # The seed's field shows all of a 64-bit seed's 19 digits, and its sign, without scrolling them.
+    seed = page.get_by_label("Seed")
+    seed.fill("-9223372036854775807")
+    assert seed.evaluate("field => field.scrollWidth <= field.clientWidth") is True
+    seed.fill("")
     expect(page.locator("#plan-next-step")).to_have_text(
         "Next: upload the tokens, then generate the items (or upload pairs). The plan is shown here once "
         "the study has two items or more."
@@ -86,6 +91,12 @@ def test_a_researcher_goes_from_a_tokens_csv_to_a_running_study(page, live_serve
     expect(page.locator("#ballot-1 td").nth(0)).to_have_text("open")
     expect(page.locator("#ballot-1 .yardstick-progress-text")).to_have_text("0 / 90")
     expect(page.get_by_role("link", name="Close ballot 1 now")).to_be_visible()
+    # The page opens on the study at work: its link, live view and plan above the settings, now folded.
+    settings_top = page.locator("#study-settings").bounding_box()["y"]
+    for shown in ("#entry-link", "#live-link", "#plan-ballots", "#ballot-1", "#checks-group"):
+        assert page.locator(shown).bounding_box()["y"] < settings_top, shown
+    expect(page.locator("#study-settings details").first).not_to_have_attribute("open", re.compile(".*"))
+    expect(page.locator("#id_question")).not_to_be_visible()
 
     study = Study.objects.get(slug="sales-marketing-relatedness")
     assert study.status == Study.Status.RUNNING
@@ -128,4 +139,35 @@ def test_the_simulations_panel_follows_a_run_in_progress_without_reloading_the_p
         "0.900 ± 0.010"
     )
     expect(page.locator("#simulations")).not_to_have_attribute("data-refresh-url", re.compile(".*"))
+    assert page.evaluate("window.sameDocument") is True
+
+
+def test_the_job_line_follows_an_items_generation_without_reloading_the_page(
+    page, live_server, django_user_model
+):
+    from django.core.cache import cache
+
+    from collection.jobs import JOB_PROGRESS_KEY
+    from collection.models import StudyJob
+
+    django_user_model.objects.create_superuser("researcher", "researcher@example.org", PASSWORD)
+    study = make_study(start=False)
+    job = StudyJob.objects.create(
+        study=study, kind=StudyJob.Kind.ITEMS_GENERATE, total=6000, status=StudyJob.Status.RUNNING
+    )
+    cache.set(JOB_PROGRESS_KEY.format(job.pk), 2000, 3600)  # as the task reports after its first batch
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/collection/study/{study.pk}/change/")
+    page.get_by_label("Username").fill("researcher")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#study-job .yardstick-progress-text")).to_have_text("2000 / 6000")
+    page.evaluate("window.sameDocument = true")
+
+    cache.set(JOB_PROGRESS_KEY.format(job.pk), 4000, 3600)
+    expect(page.locator("#study-job .yardstick-progress-text")).to_have_text("4000 / 6000")
+    expect(page.locator("#study-job progress")).to_have_attribute("value", "4000")
+    StudyJob.objects.filter(pk=job.pk).update(status=StudyJob.Status.DONE)
+
+    expect(page.locator("#study-job")).to_contain_text("is done")
+    expect(page.locator("#study-job")).not_to_have_attribute("data-refresh-url", re.compile(".*"))
     assert page.evaluate("window.sameDocument") is True

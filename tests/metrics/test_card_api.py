@@ -108,14 +108,37 @@ def test_a_large_card_not_computed_yet_is_asked_for_and_answered_202_meanwhile(
     assert first.json() == {
         "detail": f"the instrument card of study {study.slug!r} is being computed (28 items); ask again in 2 seconds",
         "retry_after": 2,
+        "progress": 0.0,
     }
     # Eager Celery (the embedded default) ran the task after the response: the card is stored now.
     assert StudyFigure.objects.filter(study=study, kind="card").count() == 1
+    assert instrument.card_progress(study=study) == 1.0
     second = client.get(card_url(study.slug))
     assert second.status_code == 200
     assert (
         second.json() == download(client, study.slug) == json.loads(json.dumps(instrument_card(study=study)))
     )
+
+
+def test_the_computation_reports_its_steps_from_none_done_to_all(client, study, monkeypatch):
+    monkeypatch.setattr(instrument, "CARD_SYNC_ITEMS", 10)
+    StudyFigure.objects.filter(study=study, kind="card").delete()
+    reported = []
+    # The cache's own setter, watched: each step the computation reports, in order.
+    original_set = cache.set
+    monkeypatch.setattr(
+        cache,
+        "set",
+        lambda key, value, *args, **kwargs: (
+            reported.append(value) if key == instrument.CARD_PROGRESS_KEY.format(study.pk) else None,
+            original_set(key, value, *args, **kwargs),
+        )[1],
+    )
+
+    instrument_card(study=study)
+
+    assert reported == list(range(instrument.CARD_STEPS + 1))
+    assert instrument.card_progress(study=study) == 1.0
 
 
 def test_a_client_polling_a_card_being_computed_asks_for_one_computation(

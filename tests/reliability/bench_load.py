@@ -47,6 +47,13 @@ Redis, a Celery worker and beat, and gunicorn with docker-compose.yml's command 
   first votes in it of half and of all of the annotators (what they waited); the answers without a
   comparison by reason, the latencies of the whole run, and the invariants with every ballot closed.
 
+- **live-wrk** (left out without wrk): the live view of a running study under the crowd
+  (``GET /api/studies/<slug>/live/``, scoring/live.py). First, with the server otherwise idle, wrk's 50
+  connections on ``/healthz/`` and then on the live endpoint (a staff token): "a live read costs N
+  healthz requests". Then the crowd of **crowd-wrk** on a study of its own while one researcher polls
+  its live endpoint every 2 s: the crowd's p50 / p95 beside crowd-wrk's (without the researcher), and
+  the researcher's own latencies (a read every 5 s computes the figures; the others find them cached).
+
 "A vote costs N healthz requests" is (healthz requests/s) / (votes/s), both measured in this run
 with the same generator; the guard is N ≤ 5, measured with the rate limits off
 (``--throttle-rate off``). "… of wrk's healthz requests" divides wrk's floor by the same votes/s instead. With ``--rounds R``, health-wrk and vote-wrk run R times,
@@ -72,6 +79,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -93,8 +101,9 @@ CROWD_THINK_MS = 2000
 JOIN_CONCURRENCY = 50  # annotators joining at once before a phase's measured window
 # docker-compose.yml's choices for the web service that the stack does not set itself.
 DEPLOYED_VARIABLES = ("WEB_THREADS", "DATABASE_POOL", "DATABASE_POOL_MAX_SIZE", "CONN_MAX_AGE")
-DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd,crowd-wrk,ballots-wrk"
-WRK_PHASES = {"health-wrk", "vote-wrk", "crowd-wrk", "ballots-wrk"}
+DEFAULT_PHASES = "health,health-wrk,vote,vote-wrk,crowd,crowd-wrk,live-wrk,ballots-wrk"
+WRK_PHASES = {"health-wrk", "vote-wrk", "crowd-wrk", "live-wrk", "ballots-wrk"}
+LIVE_POLL_SECONDS = 2.0  # the researcher of the live-wrk phase reads the live view this often
 # The study of the ballots-wrk phase: 190 items, every one of its five ballots voted within a run.
 BALLOTS_PLAN = {"tokens": 20, "appearances": 20, "ballots": 5}
 BALLOTS_SECONDS = 150  # the most the ballots-wrk phase runs; it stops once the study is finished
@@ -256,15 +265,20 @@ def _run_until(command: list[str], until) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-def wrk_phase(base_url: str, *, clients: int, seconds: float, meter=None) -> dict:
-    """``clients`` connections of wrk (a load generator in C, Debian's ``wrk``) on /healthz/ for
-    ``seconds``: the server's floor when the generator is not what limits it. The Python generator
-    of ``health_phase`` uses most of a core for its 50 clients on two cores, so the floor it
-    measures is partly its own; this one is the server's (with wrk's own CPU in ``generator``)."""
+def wrk_phase(
+    base_url: str, *, clients: int, seconds: float, meter=None, path: str = "/healthz/", header: str = ""
+) -> dict:
+    """``clients`` connections of wrk (a load generator in C, Debian's ``wrk``) on /healthz/ (or
+    ``path``, with ``header``) for ``seconds``: the server's floor when the generator is not what limits
+    it. The Python generator of ``health_phase`` uses most of a core for its 50 clients on two cores, so
+    the floor it measures is partly its own; this one is the server's (with wrk's own CPU in
+    ``generator``)."""
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("the health-wrk phase needs wrk (Debian: apt-get install wrk)")
-    command = [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--latency", f"{base_url}/healthz/"]
+    command = [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--latency", f"{base_url}{path}"]
+    if header:
+        command[1:1] = ["-H", header]
     finished, elapsed, cores, wrk_cpu = run_metered(command, meter)
     output = finished.stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
@@ -536,6 +550,93 @@ def wrk_crowd_phase(
         think_ms=think_ms, held_in=held, seed=1, meter=meter,
     )  # fmt: skip
     return {**steady, "joined": annotators, "arrivals": arrivals}
+
+
+def staff_token(stack: Stack) -> str:
+    """A staff account in the stack's database and its API token: the live-wrk phase's researcher."""
+    code = (
+        "from django.contrib.auth import get_user_model\n"
+        "from rest_framework.authtoken.models import Token\n"
+        "user, _ = get_user_model().objects.get_or_create(username='bench-researcher', defaults={'is_staff': True})\n"
+        "print(Token.objects.get_or_create(user=user)[0].key)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT, env=stack.app_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"no staff token:\n{result.stdout}{result.stderr}")
+    return result.stdout.strip().splitlines()[-1]
+
+
+class LivePoller(threading.Thread):
+    """One researcher reading ``url`` every ``period`` seconds until stopped: latencies and statuses."""
+
+    def __init__(self, url: str, token: str, period: float):
+        super().__init__(daemon=True)
+        self.url, self.token, self.period = url, token, period
+        self.stopped = threading.Event()
+        self.seconds: list[float] = []
+        self.statuses: dict[str, int] = {}
+
+    def run(self) -> None:
+        headers = {"Authorization": f"Token {self.token}"}
+        with httpx.Client(headers=headers, timeout=30) as client:
+            next_at = time.monotonic()
+            while not self.stopped.wait(max(0.0, next_at - time.monotonic())):
+                next_at += self.period
+                started = time.perf_counter()
+                try:
+                    status = str(client.get(self.url).status_code)
+                except httpx.HTTPError as error:
+                    status = type(error).__name__
+                self.seconds.append(time.perf_counter() - started)
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+
+
+def wrk_live_phase(stack: Stack, slug: str, *, seconds: float, meter=None, log=print) -> dict:
+    """The live view's cost: wrk on /healthz/ and then on the live endpoint (both idle otherwise), and
+    the crowd of crowd-wrk on ``slug`` while a researcher polls its live view every 2 s."""
+    token = staff_token(stack)
+    path = f"/api/studies/{slug}/live/"
+    health = wrk_phase(stack.base_url, clients=HEALTH_CLIENTS, seconds=seconds, meter=meter)
+    live = wrk_phase(
+        stack.base_url, clients=HEALTH_CLIENTS, seconds=seconds, meter=meter, path=path,
+        header=f"Authorization: Token {token}",
+    )  # fmt: skip
+    log(f"live-wrk: healthz {health['requests_per_second']}/s, live {live['requests_per_second']}/s")
+    poller = LivePoller(f"{stack.base_url}{path}", token, LIVE_POLL_SECONDS)
+    poller.start()
+    try:
+        crowd = wrk_crowd_phase(
+            stack.base_url, slug, annotators=CROWD_ANNOTATORS, think_ms=CROWD_THINK_MS, seconds=seconds,
+            prefix=slug, run_dir=stack.run_dir, meter=meter,
+        )  # fmt: skip
+    finally:
+        poller.stopped.set()
+        poller.join()
+
+    def server_cpu_ms(phase: dict, rate: str = "requests_per_second") -> float | None:
+        # The stack's processes (not wrk, not the parts listed twice as "postgres/…") per request.
+        cores = sum(v for part, v in phase["cores"].items() if "/" not in part and part != "generator")
+        return round(1000 * cores / phase[rate], 3) if phase[rate] else None
+
+    return {
+        "health": health,
+        "live": live,
+        "cpu_ms_per_healthz": server_cpu_ms(health),
+        "cpu_ms_per_live_read": server_cpu_ms(live),
+        "cpu_ms_per_vote_polled": server_cpu_ms(crowd, "votes_per_second"),
+        "healthz_per_live_read": round(health["requests_per_second"] / live["requests_per_second"], 2)
+        if live["requests_per_second"]
+        else None,
+        "crowd": crowd,
+        "poll": {
+            **latency_figures(poller.seconds),
+            "statuses": poller.statuses,
+            "period_s": LIVE_POLL_SECONDS,
+        },
+    }
 
 
 def ballot_timeline(database_url: str, slug: str) -> list[dict]:
@@ -993,6 +1094,39 @@ def markdown(report: dict) -> str:
                 "0 errors",
             ),
         ]
+    live = report.get("live_wrk")
+    if live:
+        poll = live["poll"]
+        rows += [
+            (
+                "a live read (`GET /api/studies/<slug>/live/`, wrk, idle server) costs N `/healthz/` requests",
+                f"{live['healthz_per_live_read']:g} ({live['live']['requests_per_second']:,.0f} "
+                f"vs {live['health']['requests_per_second']:,.0f} requests/s)",
+                "",
+            ),
+            (
+                "… the server's CPU per request: live read / `/healthz/` (ms)",
+                f"{live['cpu_ms_per_live_read']:g} / {live['cpu_ms_per_healthz']:g}",
+                "",
+            ),
+            (
+                f"{live['crowd']['joined']} annotators, wrk, with a researcher polling the live view every "
+                f"{poll['period_s']:g} s: p50 / p95 ms",
+                f"{live['crowd']['p50_ms']:g} / {live['crowd']['p95_ms']:g}"
+                + (f" (without: {crowd_wrk['p50_ms']:g} / {crowd_wrk['p95_ms']:g})" if crowd_wrk else ""),
+                f"p95 < {GOAL_CROWD_P95_MS:g}",
+            ),
+            (
+                "… the server's CPU per vote with the researcher polling (ms)",
+                f"{live['cpu_ms_per_vote_polled']:g}",
+                "",
+            ),
+            (
+                "… the researcher's reads meanwhile: p50 / p95 ms, statuses",
+                f"{_ms(poll, 'p50_ms')} / {_ms(poll, 'p95_ms')}, {poll['statuses']}",
+                "",
+            ),
+        ]
     ballots = report.get("ballots_wrk")
     if ballots:
         rows += [
@@ -1255,6 +1389,7 @@ def main(argv: list[str] | None = None) -> int:
             ("bench", {"vote", "vote-wrk"}),
             ("crowd", {"crowd"}),
             ("crowdwrk", {"crowd-wrk"}),
+            ("livewrk", {"live-wrk"}),
         ):
             if phases & used_by:
                 # Ballot 1 of the vote phases' study outlasts every phase: no ballot closes under them.
@@ -1335,6 +1470,11 @@ def main(argv: list[str] | None = None) -> int:
                 meter=meter,
             )  # fmt: skip
             log(f"crowd-wrk: {report['crowd_wrk']}")
+        if "live-wrk" in phases:
+            report["live_wrk"] = wrk_live_phase(
+                stack, "livewrk", seconds=args.crowd_seconds or args.seconds, meter=meter, log=log
+            )
+            log(f"live-wrk: {report['live_wrk']}")
         if "ballots-wrk" in phases:
             report["ballots_wrk"] = wrk_ballots_phase(
                 stack.base_url, stack.database_url, "ballots", annotators=CROWD_ANNOTATORS,
