@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
         ("start", "start a draft study: freeze the plan, open ballot 1"),
         ("close-ballot", "close the open ballot now, with the votes it has"),
         ("results", "the final ranking of a finished study"),
+        ("live", "a running study's live view: rate, ballots, expected end, annotators, checks"),
     ):
         actions.add_parser(name, help=text).add_argument("slug")
     create = actions.add_parser("create", help="create a draft study from a tokens CSV, with its items")
@@ -205,6 +206,27 @@ def _csv_text(header: list[str], rows) -> str:
 # --- the commands -------------------------------------------------------------------------------------
 
 
+def live_text(live: dict) -> str:
+    """The live view in a few lines: the rate and expected end, each ballot's votes, the annotators."""
+    rate = live["rate"]["votes_per_minute"]
+    lines = [
+        f"{live['study']}: {live['status']}, {live['votes']} votes, "
+        + (f"{rate:.1f} votes/min" if rate is not None else "no recent votes")
+        + (f", expected end {live['expected_end']}" if live["expected_end"] else ""),
+    ]
+    for ballot in live["ballots"]:
+        lines.append(
+            f"  ballot {ballot['number']} {ballot['status']:<7} {ballot['votes']}/{ballot['comparisons']} "
+            f"({ballot['percent']}%)" + (f", ends {ballot['expected_end']}" if ballot["expected_end"] else "")
+        )
+    people = live["annotators"]
+    lines.append(
+        f"annotators: {people['total']} in all, {people['active']} active, {people['finished']} finished, "
+        f"{people['flagged'] if people['flagged'] is not None else '?'} flagged, {people['excluded']} excluded"
+    )
+    return "\n".join(lines)
+
+
 def run(arguments: argparse.Namespace, client: Client, out: TextIO) -> None:
     def emit(data, text: str | None = None) -> None:
         if arguments.json or text is None:
@@ -302,6 +324,9 @@ def run_study(arguments: argparse.Namespace, client: Client, emit) -> None:
         emit(closing, closing["detail"])
     elif action == "results":
         emit(client.results(slug))
+    elif action == "live":
+        live = client.live(slug)
+        emit(live, live_text(live))
     elif action == "dataset":
         folder = client.download_dataset(
             slug, arguments.folder, license=arguments.license, language=arguments.language

@@ -337,6 +337,11 @@ class Client:
         """The final ranking of a finished study (staff; its researchers, when it keeps a hidden part)."""
         return self._json("GET", f"/api/studies/{_quote(slug)}/results/")
 
+    def live(self, slug: str) -> dict:
+        """A running study's live view: votes over time and the rate, each ballot's progress and expected
+        end, the study's expected end, annotators, check accuracy, the top items of the last close."""
+        return self._json("GET", f"/api/studies/{_quote(slug)}/live/")
+
     def download_dataset(
         self,
         slug: str,
