@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from datetime import timedelta
 
 import pytest
@@ -190,3 +191,15 @@ def test_an_invitation_makes_at_most_a_thousand_accounts(study):
 
     with pytest.raises(IntegrityError), transaction.atomic():
         invitation_for(study, max_uses=1001)
+
+
+def test_the_studys_admin_page_links_to_a_new_invitation_for_it(study, researcher):
+    client = Client()
+    client.force_login(researcher)
+
+    page = client.get(f"/admin/collection/study/{study.pk}/change/").content.decode()
+    link = html.unescape(re.search(r'<a href="([^"]+)" id="invitation-link">', page).group(1))
+    form = client.get(link)
+
+    assert link == f"/admin/metrics/invitation/add/?study={study.pk}"
+    assert form.context["adminform"].form.initial["study"] == str(study.pk)
