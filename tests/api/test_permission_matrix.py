@@ -821,6 +821,10 @@ MATRIX = {
         "GET": everyone(studies(200, 409, 409)),
         "POST": everyone(405),
     },
+    "models/studies/<slug:slug>/leaderboard.svg": {  # public, as the leaderboard whose plot it is
+        "GET": everyone(studies(200, 409, 409)),
+        "POST": everyone(405),
+    },
     "models/studies/<slug:slug>/submit/": {
         "GET": {
             "anonymous": OWNERS_LOGIN,

@@ -14,12 +14,16 @@ from tests.factories import annotators, disagreeing_crowd, make_study, vote_unti
 pytestmark = pytest.mark.django_db
 
 BEFORE = [("collection", "0027_lease_by_expiry_vote_by_key")]
-AFTER = [("collection", "0028_study_fixed_sizes_finish_simulated")]
 
 
 def _migrate(target):
     executor = MigrationExecutor(connection)
     executor.migrate(target)
+
+
+def _migrate_to_the_latest():
+    """Forward through 0028 and every later migration: the models read the latest columns."""
+    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
 def test_a_study_fixes_its_sizes_at_the_start_by_the_exact_rule_and_its_close_keeps_them():
@@ -53,7 +57,7 @@ def test_a_study_started_before_the_exact_rule_keeps_its_float_sizes_through_the
     hidden_before = list(started.items.order_by("index").values_list("hidden", flat=True))
 
     _migrate(BEFORE)  # the columns go: as a database of the version before
-    _migrate(AFTER)
+    _migrate_to_the_latest()
 
     started.refresh_from_db()
     draft.refresh_from_db()
@@ -65,4 +69,3 @@ def test_a_study_started_before_the_exact_rule_keeps_its_float_sizes_through_the
     vote_until(started, voters=annotators(started, 12), choose=disagreeing_crowd(started), max_votes=90)
     assert Ballot.objects.get(study=started, number=2).items.count() == 31
     assert Study.objects.get(pk=draft.pk).ballot_sizes is None
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -48,6 +48,8 @@ MODEL_OWNER_OPERATIONS = {
     ("/api/studies/{slug}/leaderboard/", "get"),
     ("/api/studies/{slug}/annotators/", "get"),
     ("/api/studies/{slug}/card/", "get"),
+    ("/api/studies/{slug}/hub-dataset/", "get"),
+    ("/api/studies/{slug}/live/", "get"),
 }
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 

@@ -183,6 +183,8 @@ def urls(split_world) -> list[str]:
                 "id": str(get_user_model().objects.get(username="owner").pk),
                 "app_label": "collection",
                 "url": "nothing-here/",
+                "language": "de",
+                "key": "no-such-invitation",
             }
             admin_model = re.match(r"admin/(\w+/\w+)/<path:object_id>/", route)
             if admin_model:
