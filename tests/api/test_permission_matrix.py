@@ -821,6 +821,11 @@ MATRIX = {
         "GET": everyone(studies(200, 409, 409)),
         "POST": everyone(405),
     },
+    # The leaderboard's plot as a file: public as the page is, for a finished study only.
+    "models/studies/<slug:slug>/leaderboard.svg": {
+        "GET": everyone(studies(200, 409, 409)),
+        "POST": everyone(405),
+    },
     "models/studies/<slug:slug>/submit/": {
         "GET": {
             "anonymous": OWNERS_LOGIN,
