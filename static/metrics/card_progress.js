@@ -64,13 +64,17 @@
   function check() {
     fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } })
       .then(function (response) {
+        if (response.status >= 400 && response.status < 500) {
+          end("");  // the study is gone or no longer public: asking again would not change that
+          return null;
+        }
         if (!response.ok) {
           throw new Error("HTTP " + response.status);
         }
         return response.text();
       })
       .then(function (html) {
-        if (stopped) {
+        if (stopped || html === null) {
           return;
         }
         var page = new DOMParser().parseFromString(html, "text/html");
