@@ -54,13 +54,18 @@ CARD_VERSION = 8
 # Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
 FRAGILITY_MAX_STEPS = 200
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
-# The API computes a card in the request up to this many items (about 3 s, as the card page does);
-# a larger one is computed in the background and the API answers 202 meanwhile.
+# The API and the card page compute a card in the request up to this many items (about 3 s); a larger
+# one is computed in the background and they answer 202 meanwhile (the page with its progress).
 CARD_SYNC_ITEMS = 1000
 # The card's computation reports its steps done of CARD_STEPS in the cache while it runs (in a worker, or
 # after the response on the embedded default), so that the API's 202 can say how far it has gone.
 CARD_PROGRESS_KEY = "card-progress:{}"
 CARD_STEPS = 7
+# A request asks for the card's computation at most once while this mark lasts: card_wait_seconds after
+# the ask, and CARD_STEP_SECONDS after each step a running computation reports (one that has not
+# reported for that long is taken as lost, and the next request asks again).
+CARD_REQUESTED_KEY = "card-requested:{}"
+CARD_STEP_SECONDS = 120
 DRAFT_MESSAGE = (
     "Study {slug!r} is a draft: nothing has been measured yet. Its instrument card exists once the study has "
     "started; it fills in as ballots close."
@@ -81,10 +86,11 @@ def instrument_card(*, study: Study) -> dict:
 
 
 def instrument_card_or_request(*, study: Study) -> dict | None:
-    """The card for the REST API: stored and current, or computed now for a study of at most
-    ``CARD_SYNC_ITEMS`` items (as the card page does); otherwise None, once its computation has been
+    """The card for the REST API and the card page: stored and current, or computed now for a study of
+    at most ``CARD_SYNC_ITEMS`` items; otherwise None, once its computation has been
     asked for in the background (the task ``metrics.instrument_card``, at most once per study every
-    ``card_wait_seconds``, so that clients polling for it do not queue one computation each)."""
+    ``card_wait_seconds``, and never while a computation reports its steps, so that clients polling for
+    it do not queue one computation each)."""
     card = stored_figure(study, "card", {"version": CARD_VERSION}, depends_on=_card_depends_on(study))
     if card is not None:
         return card
@@ -92,12 +98,15 @@ def instrument_card_or_request(*, study: Study) -> dict | None:
     if item_count <= CARD_SYNC_ITEMS:
         return instrument_card(study=study)
     try:
-        first_ask = cache.add(f"card-requested:{study.pk}", True, timeout=card_wait_seconds(item_count))
+        first_ask = cache.add(
+            CARD_REQUESTED_KEY.format(study.pk), True, timeout=card_wait_seconds(item_count)
+        )
     except Exception:  # the cache (Redis) is away: ask anyway; the task is idempotent
         logger.warning("cache unavailable; asking for the card of study %s without deduplication", study.pk)
         first_ask = True
     if first_ask:
-        _card_progress_report(study, 0)  # asked for, not started: no figure of an earlier computation
+        # Asked for, not started: no figure of an earlier computation.
+        _card_progress_report(study, 0, running=False)
         enqueue_on_commit(
             "metrics.instrument_card",
             study.pk,
@@ -107,18 +116,31 @@ def instrument_card_or_request(*, study: Study) -> dict | None:
     return None
 
 
-def card_progress(*, study: Study) -> float | None:
-    """The share done of the card's computation last reported (0 to 1); None when none has started."""
+def card_steps_done(*, study: Study) -> int | None:
+    """The steps done (0 to ``CARD_STEPS``) of the card's computation last reported; None when none has
+    started or the cache does not answer."""
     try:
         done = cache.get(CARD_PROGRESS_KEY.format(study.pk))
     except Exception:  # the cache (Redis) is away: no progress to tell
         return None
-    return None if done is None else min(1.0, done / CARD_STEPS)
+    return None if done is None else min(CARD_STEPS, int(done))
 
 
-def _card_progress_report(study: Study, done: int) -> None:
+def card_progress(*, study: Study) -> float | None:
+    """The share done of the card's computation last reported (0 to 1); None when none has started."""
+    done = card_steps_done(study=study)
+    return None if done is None else done / CARD_STEPS
+
+
+def _card_progress_report(study: Study, done: int, *, running: bool = True) -> None:
     try:
         cache.set(CARD_PROGRESS_KEY.format(study.pk), done, 3600)
+        if not running:
+            return
+        if done < CARD_STEPS:  # running: no request asks for another computation meanwhile
+            cache.set(CARD_REQUESTED_KEY.format(study.pk), True, CARD_STEP_SECONDS)
+        else:  # over: the next request finds the card, or asks again if the study moved on meanwhile
+            cache.delete(CARD_REQUESTED_KEY.format(study.pk))
     except Exception:  # progress is a courtesy; the card is computed without it
         logger.warning("progress of the card of study %s not stored: the cache does not answer", study.pk)
 

@@ -8,9 +8,11 @@ stream, so memory stays flat however many votes a study has.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from functools import wraps
 
+import numpy as np
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.http import HttpResponseForbidden, QueryDict, StreamingHttpResponse
@@ -41,6 +43,9 @@ from scoring.selectors import (
     ANNOTATOR_SORTS,
     QUALITY_FLAGS,
     AnnotatorFigures,
+    BallotRescaling,
+    ScoresByRank,
+    StudyDataset,
     annotator_figures,
     ballot_rescaling,
     scores_by_rank,
@@ -105,13 +110,14 @@ def results(request, slug: str):
                     "ballot_number": data.ballot_number,
                     "rescale_slope": data.rescale_slope,
                     "area_rescale_slopes": sorted(ballot.area_rescale_slopes.items()),
-                    "points": data.item_index.size,
+                    "point_count": data.item_index.size,
                     "svg": rescaling_svg(
                         ballot_number=data.ballot_number,
                         win_ratio=data.win_ratio,
                         previous_score=data.previous_score,
                         rescale_slope=data.rescale_slope,
                     ),
+                    "points": _rescaling_points(data, dataset),
                 }
                 for ballot, data in zip(closed, rescalings, strict=True)
             ],
@@ -128,7 +134,61 @@ def results(request, slug: str):
                 score=by_rank.score,
                 final=by_rank.final,
             )
+            context["scores_by_rank_points"] = _scores_by_rank_points(by_rank, dataset)
     return render(request, "scoring/results.html", context)
+
+
+# --- the plots' points as tables: their text alternative ------------------------------------------------
+
+
+def _figure(value: float) -> str:
+    """A plotted value as the tables print it: 4 decimals, a dash where nothing is plotted."""
+    return f"{value:.4f}" if math.isfinite(value) else "—"
+
+
+def _item_labels(dataset: StudyDataset) -> dict[int, str]:
+    return {
+        int(index): f"{a} – {b}"
+        for index, a, b in zip(dataset.index, dataset.token_a, dataset.token_b, strict=True)
+    }
+
+
+def _rescaling_points(data: BallotRescaling, dataset: StudyDataset) -> dict:
+    """Figure 2's points of ballot k, one row per item drawn, by x(k) from the highest (then by index)."""
+    k = data.ballot_number
+    labels = _item_labels(dataset)
+    order = np.lexsort((data.item_index, -data.win_ratio))
+    return {
+        "caption": f"Ballot {k}: x({k}) and ȳ({k - 1}) of each item plotted",
+        "header": [("Item", False), (f"x({k})", True), (f"ȳ({k - 1})", True)],
+        "rows": [
+            [
+                (labels[int(data.item_index[i])], False),
+                (_figure(data.win_ratio[i]), True),
+                (_figure(data.previous_score[i]), True),
+            ]
+            for i in order
+        ],
+    }
+
+
+def _scores_by_rank_points(data: ScoresByRank, dataset: StudyDataset) -> dict:
+    """Figure 4's points, one row per item by rank: x(k) of each ballot and ȳ (a dash where not drawn)."""
+    labels = _item_labels(dataset)
+    order = np.lexsort((dataset.index, data.rank))
+    which = "final" if data.final else "current"
+    return {
+        "caption": f"x(k) of each ballot and ȳ of each item, by its {which} rank",
+        "header": [("Rank", True), ("Item", False)]
+        + [(f"x({k})", True) for k in data.ballot_numbers]
+        + [("ȳ", True)],
+        "rows": [
+            [(str(int(data.rank[i])), True), (labels[int(dataset.index[i])], False)]
+            + [(_figure(x), True) for x in data.win_ratio[i]]
+            + [(_figure(data.score[i]), True)]
+            for i in order
+        ],
+    }
 
 
 @researchers_only

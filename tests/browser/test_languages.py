@@ -2,6 +2,9 @@
 mirrors the pairs and the key hints, each arrow key chooses the pair shown on its side, the digits keep
 the reading order, and the script's messages come in the page's language.
 
+At a phone's size (360 × 740) the Arabic pages fit the window and the pairs stay side by side, mirrored,
+a tap choosing the pair under it.
+
 The screenshots go to YARDSTICK_SCREENSHOT_DIR when it is set (to look at them), else to the test's
 temporary directory.
 """
@@ -101,3 +104,52 @@ def test_the_voting_page_mirrors_right_to_left_and_each_arrow_chooses_the_pair_o
     assert vote_by_key(page, "ArrowRight", participant) == ("left" if right_to_left else "right")
     assert vote_by_key(page, "1", participant) == "left"
     assert vote_by_key(page, "2", participant) == "right"
+
+
+def test_the_arabic_voting_page_mirrors_at_phone_size_without_a_sideways_scroll(
+    new_context, live_server, tmp_path
+):
+    study = study_with_words(votes_per_annotator_per_ballot=None)
+    StudyTranslation.objects.create(study=study, language="ar", **TEXTS["ar"])
+    page = new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True).new_page()
+    page.goto(f"{live_server.url}/s/{study.slug}/?participant=p-phone&lang=ar")
+    expect(page.get_by_role("heading", level=1)).to_have_text(TEXTS["ar"]["name"])
+    page.screenshot(path=str(screenshot_path(tmp_path, "entry-ar-phone.png")), full_page=True)
+    assert page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") == [360, 360]
+    page.locator("#consent").check()
+    page.locator("form.consent button[type=submit]").click()
+    page.wait_for_url(f"{live_server.url}/s/{study.slug}/vote/")
+    expect(page.locator("#vote-keys")).to_be_visible()
+    assert page.evaluate("document.documentElement.dir") == "rtl"
+    page.screenshot(path=str(screenshot_path(tmp_path, "voting-ar-phone.png")), full_page=True)
+
+    # WCAG 1.4.10 Reflow: nothing wider than the 360 px window, so no sideways scroll.
+    assert page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") == [360, 360]
+    boxes = {side: page.locator(f"#choice-{side}").bounding_box() for side in ("left", "right")}
+    for box in boxes.values():
+        assert 0 <= box["x"] and box["x"] + box["width"] <= 360
+    # Side by side and mirrored: the first pair where reading starts, on the right; its digit too.
+    assert boxes["left"]["y"] == boxes["right"]["y"]
+    assert boxes["left"]["x"] > boxes["right"]["x"] + boxes["right"]["width"]
+    keys = key_hint_centres(page)
+    assert keys["1"] > keys["2"] and keys["←"] < keys["→"]
+
+    # A tap on the pair shown on the right chooses the first pair, the one on the left the second.
+    participant = "p-phone"
+    assignment = page.locator("input[name=assignment]").input_value()
+    right_half = boxes["left"]
+    page.touchscreen.tap(
+        right_half["x"] + right_half["width"] / 2, right_half["y"] + right_half["height"] / 2
+    )
+    expect(page.locator("input[name=assignment]")).not_to_have_value(assignment)
+    expect(page.locator("#vote-status")).to_contain_text(RECORDED["ar"])
+    vote = Vote.objects.get(annotator__participant_id=participant, assignment_id=int(assignment))
+    assert vote.choice == "left"
+    expect(page.locator("#choice-right")).to_be_enabled()
+    assignment = page.locator("input[name=assignment]").input_value()
+    left_half = page.locator("#choice-right").bounding_box()
+    assert left_half["x"] + left_half["width"] <= 180
+    page.touchscreen.tap(left_half["x"] + left_half["width"] / 2, left_half["y"] + left_half["height"] / 2)
+    expect(page.locator("input[name=assignment]")).not_to_have_value(assignment)
+    vote = Vote.objects.get(annotator__participant_id=participant, assignment_id=int(assignment))
+    assert vote.choice == "right"

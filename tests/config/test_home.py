@@ -1,5 +1,6 @@
 """The home page: the public studies with their links; for staff, drafts, results, the admin and the API."""
 
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 
 import pytest
@@ -132,3 +133,24 @@ def test_the_admins_view_site_link_is_the_home_page(staff_client):
     links = Links(staff_client.get("/admin/").content.decode())
     assert ("View site", "/") in links.all
     assert staff_client.get("/").status_code == 200
+
+
+def test_its_dates_are_readable_days_in_time_elements_with_the_exact_instant(staff_client, studies):
+    Study.objects.filter(pk=studies["running"].pk).update(started_at=datetime(2026, 11, 2, 8, 5, tzinfo=UTC))
+    Study.objects.filter(pk=studies["finished"].pk).update(
+        started_at=datetime(2026, 10, 1, 9, 0, tzinfo=UTC),
+        finished_at=datetime(2026, 10, 28, 17, 45, 30, tzinfo=UTC),
+    )
+    Study.objects.filter(pk=studies["draft"].pk).update(created_at=datetime(2026, 11, 27, 23, 59, tzinfo=UTC))
+    never_started = study("stalled-pairs", Study.Status.RUNNING)
+
+    html = staff_client.get("/").content.decode()
+
+    def date_cell(slug: str) -> str:
+        row = html[html.index(f'<tr id="study-{slug}">') :]
+        return row[row.index("<td>") + 4 : row.index("</td>")]
+
+    assert date_cell("word-pairs") == '<time datetime="2026-11-02T08:05:00+00:00">2 Nov 2026</time>'
+    assert date_cell("old-pairs") == '<time datetime="2026-10-28T17:45:30+00:00">28 Oct 2026</time>'
+    assert date_cell("next-pairs") == '<time datetime="2026-11-27T23:59:00+00:00">27 Nov 2026</time>'
+    assert date_cell(never_started.slug) == "—"

@@ -8,6 +8,7 @@ import io
 import math
 import re
 import xml.etree.ElementTree as ET
+from datetime import UTC
 from html import unescape
 from html.parser import HTMLParser
 
@@ -172,10 +173,16 @@ def test_the_models_page_lists_finished_studies_with_their_links_and_no_running_
             "28",
             "168 votes by 6 annotators",
             "0",
-            study.finished_at.strftime("%Y-%m-%d"),
+            study.finished_at.strftime("%-d %b %Y"),
             "Leaderboard Instrument card Submit a model",
         ]
     ]
+    # The day is readable text; the <time> carries the exact instant (UTC, ISO 8601) for machines.
+    instant = study.finished_at.astimezone(UTC).isoformat()
+    assert (
+        f'<td><time datetime="{instant}">{study.finished_at:%-d %b %Y}</time></td>'
+        in response.content.decode()
+    )
     assert ("Leaderboard", f"/models/studies/{study.slug}/leaderboard/") in found.links
     assert ("Instrument card", f"/models/studies/{study.slug}/card/") in found.links
     assert ("Submit a model", f"/models/studies/{study.slug}/submit/") in found.links

@@ -475,3 +475,94 @@ def test_the_page_counts_simulated_annotators_votes_apart_and_marks_them(staff_c
             f'<th scope="row">participant sim-{i} <span class="simulated-note">simulated</span></th>' in html
         )
     assert '<th scope="row">participant prolific-0</th>' in html
+
+
+def plot_point_tables(html: str) -> list[dict]:
+    """Each plot's points table (its text alternative): caption, header and rows of cell texts."""
+    tables = []
+    for block in re.findall(r'<details class="plot-points">(.*?)</details>', html, flags=re.S):
+        table = ET.fromstring(re.search(r"<table.*?</table>", block, flags=re.S).group(0))
+        tables.append(
+            {
+                "summary": re.search(r"<summary>(.*?)</summary>", block).group(1),
+                "caption": table.find("caption").text,
+                "header": [th.text for th in table.iter("th")],
+                "rows": [[td.text for td in tr.iter("td")] for tr in table.find("tbody").iter("tr")],
+            }
+        )
+    return tables
+
+
+def plotted_points(plot: ET.Element) -> int:
+    return len(
+        plot.findall(".//{http://www.w3.org/2000/svg}g[@class='series']/{http://www.w3.org/2000/svg}circle")
+    )
+
+
+def test_each_plot_of_the_results_page_has_its_points_as_a_table(staff_client, finished_study):
+    html = staff_client.get(reverse("scoring:results", args=[finished_study.slug])).content.decode()
+    plots, tables = svg_documents(html), plot_point_tables(html)
+
+    assert [table["caption"] for table in tables] == [
+        "Ballot 2: x(2) and ȳ(1) of each item plotted",
+        "Ballot 3: x(3) and ȳ(2) of each item plotted",
+        "x(k) of each ballot and ȳ of each item, by its final rank",
+    ]
+    assert [table["summary"] for table in tables] == [
+        "The plotted points as a table (8 rows)",
+        "The plotted points as a table (4 rows)",
+        "The plotted points as a table (15 rows)",
+    ]
+    # Every point drawn is a figure in a table: one per item in Figure 2; in Figure 4, x(1) of 15 items,
+    # x(2) of 8 and x(3) of 4, and 15 ȳ (the ballots' sizes), 42 points.
+    assert [plotted_points(plot) for plot in plots] == [8, 4, 42]
+    figure_4 = tables[2]
+    assert figure_4["header"] == ["Rank", "Item", "x(1)", "x(2)", "x(3)", "ȳ"]
+    assert sum(cell != "—" for row in figure_4["rows"] for cell in row[2:]) == 42
+
+    # The values are the stored ones: x(k) of each ballot and the scores.
+    labels = {item.index: f"{item.token_a.text} – {item.token_b.text}" for item in finished_study.items.all()}
+    stored = {
+        (index, number): (ratio, score)
+        for index, number, ratio, score in ItemScore.objects.filter(ballot__study=finished_study).values_list(
+            "item__index", "ballot__number", "win_ratio", "score"
+        )
+    }
+    by_label = {label: index for index, label in labels.items()}
+    for number, table in ((2, tables[0]), (3, tables[1])):
+        assert table["header"] == ["Item", f"x({number})", f"ȳ({number - 1})"]
+        for label, x, previous in table["rows"]:
+            index = by_label[label]
+            assert (x, previous) == (
+                f"{stored[index, number][0]:.4f}",
+                f"{stored[index, number - 1][1]:.4f}",
+            )
+        assert [float(row[1]) for row in table["rows"]] == sorted(
+            (float(row[1]) for row in table["rows"]), reverse=True
+        )
+    # Ballot 3 holds items 0 to 3, and the lower index always wins: item 0 wins all, item 3 none.
+    assert sorted(by_label[row[0]] for row in tables[1]["rows"]) == [0, 1, 2, 3]
+    assert (tables[1]["rows"][0][:2], tables[1]["rows"][-1][:2]) == (
+        [labels[0], "1.0000"],
+        [labels[3], "0.0000"],
+    )
+    final = {
+        index: (rank, score)
+        for index, rank, score in finished_study.items.values_list("index", "final_rank", "final_score")
+    }
+    assert [row[0] for row in figure_4["rows"]] == [str(rank) for rank in range(1, 16)]
+    for row in figure_4["rows"]:
+        index = by_label[row[1]]
+        assert (row[0], row[5]) == (str(final[index][0]), f"{final[index][1]:.4f}")
+        last = max(number for (i, number) in stored if i == index)
+        assert row[2:5] == [f"{stored[index, k][0]:.4f}" if k <= last else "—" for k in (1, 2, 3)]
+    assert figure_4["rows"][0][1:5] == [labels[0], "1.0000", "1.0000", "1.0000"]  # item 0 wins every vote
+
+
+def test_a_running_studys_points_table_is_by_its_current_rank(staff_client, running_study):
+    html = staff_client.get(reverse("scoring:results", args=[running_study.slug])).content.decode()
+    tables = plot_point_tables(html)
+    assert [table["caption"] for table in tables] == [
+        "x(k) of each ballot and ȳ of each item, by its current rank"
+    ]
+    assert [row[0] for row in tables[0]["rows"]] == [str(rank) for rank in range(1, 16)]
