@@ -14,14 +14,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from huggingface_hub import DatasetCard, DatasetCardData
+from typing import TYPE_CHECKING
 
 from collection.models import Study
 from common.errors import ServiceError
 from metrics.card import count, number, percent
 from metrics.card_render import card_markdown
 from scoring.selectors import QualityThresholds
+
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetCard
 
 # Licenses a researcher may choose, by their Hub identifiers; "other" asks for the terms in the card.
 LICENSES = (
@@ -135,6 +137,8 @@ def size_category(rows: int) -> str:
 def dataset_card(*, study: Study, card: Mapping, options: HubOptions, export: HubExport) -> DatasetCard:
     """The dataset card: the Hub's YAML header, the tables, the design, the figures, the hidden part,
     the license and the whole instrument card (``card`` as ``card_json_data`` gives it)."""
+    from huggingface_hub import DatasetCard, DatasetCardData  # by an export only: see metrics.hub_views
+
     header = DatasetCardData(
         license=options.license,
         language=list(options.languages),

@@ -26,13 +26,14 @@ from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 from collection.permissions import IsStaff
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
-from metrics.hub import hub_dataset_check, hub_dataset_zip
 from metrics.hub_card import DEFAULT_LICENSE, LICENSES, hub_options
 from metrics.instrument import card_wait_seconds, instrument_card_or_request
 from metrics.serializers import CardComputingSerializer
 from scoring.views import researchers_only
 
 ZIP_TYPE = "application/zip"
+# metrics.hub is imported by the views that export: pyarrow and huggingface_hub would add about 30 MB to
+# every web process (bench_load's RSS guard), for a download that a researcher makes now and then.
 CARD_COMPUTING = (
     "the instrument card of study {slug!r} ({items} items), which the dataset's card carries, is being "
     "computed; ask again in about {wait} s"
@@ -67,6 +68,8 @@ def hub_dataset_download(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     try:
         options = hub_options(license=request.GET.get("license"), language=request.GET.get("language"))
+        from metrics.hub import hub_dataset_zip
+
         archive = hub_dataset_zip(study=study, options=options)
     except ServiceError as exc:
         return HttpResponse(exc.message + "\n", status=exc.status, content_type="text/plain; charset=utf-8")
@@ -145,6 +148,8 @@ class HubDatasetView(APIView):
         options = hub_options(
             license=request.query_params.get("license"), language=request.query_params.get("language")
         )
+        from metrics.hub import hub_dataset_check, hub_dataset_zip
+
         hub_dataset_check(study=study)
         card = instrument_card_or_request(study=study)
         if card is None:
