@@ -66,6 +66,17 @@ LOGIN_HINT = (
 )
 
 
+# The header of a 202 "being computed" answer (the card, and the dataset that carries it).
+RETRY_AFTER_202 = OpenApiParameter(
+    "Retry-After",
+    OpenApiTypes.INT,
+    location=OpenApiParameter.HEADER,
+    response=[202],
+    required=True,
+    description="Seconds to wait before asking again.",
+)
+
+
 class MetricsErrors:
     """A request without credentials is 401 and says how to log in (the body is ``common.api``'s)."""
 
@@ -569,14 +580,7 @@ class CardView(MetricsErrors, APIView):
         tags=["public"],
         auth=[],
         parameters=[
-            OpenApiParameter(
-                "Retry-After",
-                OpenApiTypes.INT,
-                location=OpenApiParameter.HEADER,
-                response=[202],
-                required=True,
-                description="Seconds to wait before asking again.",
-            )
+            RETRY_AFTER_202,
         ],
         responses={
             200: CardSerializer,

@@ -26,6 +26,7 @@ from collection.parts import HIDDEN_PART_REFUSAL, hidden_part_visible_to
 from collection.permissions import IsStaff
 from common.api import error_response, get_or_404
 from common.errors import ServiceError
+from metrics.api import RETRY_AFTER_202
 from metrics.hub_card import DEFAULT_LICENSE, LICENSES, hub_options
 from metrics.instrument import card_wait_seconds, instrument_card_or_request
 from metrics.serializers import CardComputingSerializer
@@ -112,14 +113,7 @@ class HubDatasetView(APIView):
         tags=["staff"],
         parameters=[
             *QUERY,
-            OpenApiParameter(
-                "Retry-After",
-                OpenApiTypes.INT,
-                location=OpenApiParameter.HEADER,
-                response=[202],
-                required=True,
-                description="Seconds to wait before asking again.",
-            ),
+            RETRY_AFTER_202,
         ],
         responses={
             (200, ZIP_TYPE): OpenApiResponse(
