@@ -5,10 +5,10 @@ PURE module: numpy, the standard library and numba (a compiler for these loops, 
 cannot express without a pass per row).
 
 Imported on first use by ``metrics.correlation`` and ``metrics.metrology``, not at their import:
-numba and LLVM add about 50 MB to a process, which web workers that never compute replicates should
-not carry. ``cache=True`` stores the compiled code on disk (in ``__pycache__`` next to this file, or
+numba and LLVM are large, and web workers that never compute replicates should not carry them
+(tests/test_startup.py). ``cache=True`` stores the compiled code on disk (in ``__pycache__`` next to this file, or
 numba's per-user cache directory when that is not writable, or ``NUMBA_CACHE_DIR``), so that only the
-first process after an install compiles them; later processes load them in well under a second.
+first process after an install compiles them; later processes load them.
 
 The definitions are those of ``metrics.correlation`` (Lombardo et al., Eq. 7-9), which documents
 them; the functions there check the input, these trust it.
@@ -36,7 +36,7 @@ _LEAF = 16  # runs of this many items are sorted by insertion before merging
 # Threads that share the rows of one call: the kernels release the GIL (nogil), so rows computed in
 # two threads run on two cores. Each row is computed as it would be alone: the numbers do not change.
 THREADS = max(1, min(2, os.cpu_count() or 1))
-_SPLIT_AT = 200_000  # row × item cells below which one thread does it all (a thread costs ~0.1 ms)
+_SPLIT_AT = 200_000  # row × item cells below which one thread does it all (a thread's start is not worth it)
 
 
 def rows_in_threads(kernel, row_count: int, cells: int, arguments):
