@@ -41,6 +41,7 @@ from metrics.instrument import instrument_card
 from metrics.models import StudyFigure
 from scoring.selectors import study_dataset
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
+from tests.metrics.conftest import study_voted_to_the_end
 
 pytestmark = pytest.mark.django_db
 
@@ -89,21 +90,21 @@ BALLOT_COLUMNS = [
 
 @pytest.fixture(scope="module")
 def split_study(django_db_setup, django_db_blocker):
-    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    with django_db_blocker.unblock():
-        study = make_study(
-            tokens=7, areas=2, ballot_count=2, appearances=8, seed=11, allow_ties=True, hidden_share=0.4
-        )
-        vote_until(study, voters=annotators(study, 7), choose=disagreeing_crowd(study, seed=3))
-        study.refresh_from_db()
-        annotator_exclude(annotator=study.annotators.get(participant_id="p3"), reason="clicked at random")
-        study.refresh_from_db()
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    assert study.status == Study.Status.FINISHED
-    yield study
-    with django_db_blocker.unblock():
-        study.delete()
+    yield from study_voted_to_the_end(
+        django_db_blocker,
+        voters=7,
+        crowd_seed=3,
+        after=lambda study: annotator_exclude(
+            annotator=study.annotators.get(participant_id="p3"), reason="clicked at random"
+        ),
+        tokens=7,
+        areas=2,
+        ballot_count=2,
+        appearances=8,
+        seed=11,
+        allow_ties=True,
+        hidden_share=0.4,
+    )
 
 
 @pytest.fixture

@@ -20,11 +20,10 @@ from collection import arrays
 from collection.models import Study
 from collection.parts import hidden_mask
 from common.numbers import FiniteJSONEncoder
-from config.celery import app as celery_app
 from metrics.correlation import ranks_from_scores
 from metrics.leaderboard import leaderboard_for
 from metrics.models import Standing, Submission
-from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
+from tests.metrics.conftest import study_voted_to_the_end
 from tests.metrics.test_api import final_scores, json_rows, owner_client, random_scores, submit_json
 from tests.metrics.test_hidden_part_metrics import brute_weighted
 from tests.metrics.test_pages import logged_in, page
@@ -229,19 +228,18 @@ def test_the_leaderboard_lists_an_undefined_model_unranked_with_why_and_ranks_th
 @pytest.fixture(scope="module")
 def split_study(django_db_setup, django_db_blocker):
     """Two areas of 6 tokens (30 items), 40% hidden, voted to the end by a crowd that disagrees."""
-    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    with django_db_blocker.unblock():
-        study = make_study(
-            tokens=6, areas=2, ballot_count=2, appearances=6, seed=21, allow_ties=True, hidden_share=0.4
-        )
-        vote_until(study, voters=annotators(study, 7), choose=disagreeing_crowd(study, seed=8))
-        study.refresh_from_db()
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    assert study.status == Study.Status.FINISHED
-    yield study
-    with django_db_blocker.unblock():
-        study.delete()
+    yield from study_voted_to_the_end(
+        django_db_blocker,
+        voters=7,
+        crowd_seed=8,
+        tokens=6,
+        areas=2,
+        ballot_count=2,
+        appearances=6,
+        seed=21,
+        allow_ties=True,
+        hidden_share=0.4,
+    )
 
 
 def split_rows(study: Study, scores: np.ndarray) -> list[dict]:
