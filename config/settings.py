@@ -350,7 +350,7 @@ MODEL_OWNER_SIGNUP = env.bool("MODEL_OWNER_SIGNUP", default=False)
 # The REST API's version (semantic versioning: a new major breaks clients, a new minor adds to the API).
 # The schema publishes it; every /api/ response carries it (common/versioning.py); the Python client in
 # client/ compares it with its own (yardstick_client.API_VERSION).
-API_VERSION = "0.2.0"
+API_VERSION = "0.3.0"
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Yardstick API",

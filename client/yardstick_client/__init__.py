@@ -8,6 +8,7 @@ print(submission["evaluation"]["tau_w"], client.card("demo")["resolution"])
 """
 
 from .client import Client
+from .decisions import decision_rows
 from .errors import (
     ApiError,
     ConnectionFailed,
@@ -31,6 +32,7 @@ __all__ = [
     "ServerVersionWarning",
     "WaitTimeout",
     "YardstickError",
+    "decision_rows",
     "score_rows",
     "version_verdict",
 ]

@@ -111,6 +111,37 @@ def parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--n0", type=float, help="another weight offset n0 (default: the study's, 2)")
     evaluation.add_argument("--k", type=int, help="another K of the retrieval measures")
 
+    judge = commands.add_parser(
+        "judge", help="model owners: an automatic judge's decisions on the crowd's pairs"
+    )
+    judge_actions = judge.add_subparsers(dest="action", required=True, metavar="ACTION")
+    judge_actions.add_parser("pairs", help="a finished study's pairs to decide, as CSV").add_argument("slug")
+    judge_submit = judge_actions.add_parser(
+        "submit", help="submit a judge's decisions and show its evaluation"
+    )
+    judge_submit.add_argument("slug")
+    judge_submit.add_argument(
+        "judge_name", help="the name on the judges' leaderboard, unique among your entries"
+    )
+    judge_submit.add_argument(
+        "decisions", metavar="FILE", help="CSV pair,decision or JSONL {pair, decision}; left, right or tie"
+    )
+    judge_submit.add_argument("--description", default="", help="stored with the judge")
+    judge_submit.add_argument("--no-wait", action="store_true", help="do not wait for the evaluation")
+    judge_submit.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds to wait for the evaluation"
+    )
+    judge_evaluation = judge_actions.add_parser("evaluation", help="the evaluation of one of your judges")
+    judge_evaluation.add_argument("judge", type=int)
+    judge_evaluation.add_argument(
+        "--n0", type=float, help="another weight offset n0 (default: the study's, 2)"
+    )
+    judge_evaluation.add_argument("--k", type=int, help="another K of the retrieval measures")
+    judge_board = judge_actions.add_parser("leaderboard", help="a finished study's judges' leaderboard")
+    judge_board.add_argument("slug")
+    judge_board.add_argument("--metric", default="tau_w", choices=sorted(COEFFICIENTS))
+    judge_board.add_argument("--n0", type=float, help="the weight offset (0, 1, 2, 5 or 10; default 2)")
+
     leaderboard = commands.add_parser("leaderboard", help="a finished study's leaderboard")
     leaderboard.add_argument("slug")
     leaderboard.add_argument("--metric", default="tau_w", choices=sorted(COEFFICIENTS))
@@ -128,38 +159,76 @@ def _figure(value, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _interval_text(interval) -> str:
+    return f"[{_figure(interval[0])}, {_figure(interval[1])}]" if interval else "–"
+
+
+def _coefficient_lines(evaluation: dict) -> list[str]:
+    """ρ_w, τ_w, ρ and τ of an evaluation with their intervals, chance levels and p-values."""
+    lines = [f"{'':5} {'value':>7}  {'95% interval':<17} {'chance':<8} {'p-value':>7}"]
+    for key, label in COEFFICIENTS.items():
+        coefficient = evaluation.get(key) or {}
+        lines.append(
+            f"{label:<5} {_figure(coefficient.get('value')):>7}  {_interval_text(coefficient.get('interval')):<17} "
+            f"{coefficient.get('chance') or '–':<8} {_figure(coefficient.get('p_value'), 4):>7}"
+        )
+    return lines
+
+
 def evaluation_text(submission: dict) -> str:
     """A submission's evaluation: the coefficients with their intervals, chance levels and p-values."""
     evaluation = submission["evaluation"]
+    return "\n".join(
+        [
+            f"Submission {submission['id']}, {submission['model_name']!r} on {submission['study']!r}: "
+            f"{evaluation['covered']} of {evaluation['items']} items; n0 = {evaluation['weight_offset']:g}",
+            *_coefficient_lines(evaluation),
+        ]
+    )
+
+
+JUDGE_AGREEMENT = {
+    "majority": "accuracy against the crowd's majority",
+    "single": "accuracy against single annotators",
+    "kappa": "Cohen's κ against the crowd",
+}
+
+
+def judge_text(judge: dict) -> str:
+    """A judge's evaluation: the verdict, its agreement with the crowd beside the crowd's own, its side,
+    and its ranking's coefficients."""
+    evaluation = judge["evaluation"]
     lines = [
-        f"Submission {submission['id']}, {submission['model_name']!r} on {submission['study']!r}: "
-        f"{evaluation['covered']} of {evaluation['items']} items; n0 = {evaluation['weight_offset']:g}",
-        f"{'':5} {'value':>7}  {'95% interval':<17} {'chance':<8} {'p-value':>7}",
+        f"Judge {judge['id']}, {judge['judge_name']!r} on {judge['study']!r}: "
+        f"{evaluation['decided']} of {evaluation['pairs']} pairs decided",
+        evaluation["verdict"]["sentence"],
+        f"{'':40} {'judge':>7}  {'95% interval':<17} {'crowd':>7}  {'95% interval':<17}",
     ]
-    for key, label in COEFFICIENTS.items():
-        coefficient = evaluation.get(key) or {}
-        interval = coefficient.get("interval")
-        interval_text = f"[{_figure(interval[0])}, {_figure(interval[1])}]" if interval else "–"
+    for key, label in JUDGE_AGREEMENT.items():
+        entry = evaluation["agreement"][key]
+        crowd = entry.get("crowd") or {}
         lines.append(
-            f"{label:<5} {_figure(coefficient.get('value')):>7}  {interval_text:<17} "
-            f"{coefficient.get('chance') or '–':<8} {_figure(coefficient.get('p_value'), 4):>7}"
+            f"{label:<40} {_figure(entry.get('value')):>7}  {_interval_text(entry.get('interval')):<17} "
+            f"{_figure(crowd.get('value')):>7}  {_interval_text(crowd.get('interval')):<17}"
         )
-    return "\n".join(lines)
+    lines.append(evaluation["agreement"]["side"]["sentence"])
+    lines.append(f"Its ranking through the study's score model ({evaluation['score_model']}):")
+    return "\n".join(lines + _coefficient_lines(evaluation["ranking"]))
 
 
 def leaderboard_text(board: dict) -> str:
+    """A models' or a judges' leaderboard, one row per entry."""
     metric = board["metric"]
     lines = [f"Leaderboard by {COEFFICIENTS.get(metric, metric)}, n0 = {board['weight_offset']:g}:"]
-    lines.append(f"{'rank':>4}  {'value':>7}  {'95% interval':<17} model (owner)")
+    lines.append(f"{'rank':>4}  {'value':>7}  {'95% interval':<17} name (owner)")
     for row in board["rows"]:
-        interval = row.get("interval")
-        interval_text = f"[{_figure(interval[0])}, {_figure(interval[1])}]" if interval else "–"
         lines.append(
             f"{row['rank'] if row['rank'] is not None else '–':>4}  {_figure(row['value']):>7}  "
-            f"{interval_text:<17} {row['model_name']} ({row['owner']})"
+            f"{_interval_text(row.get('interval')):<17} {row.get('model_name') or row.get('judge_name')} "
+            f"({row['owner']})"
         )
     if not board["rows"]:
-        lines.append("  (no model yet)")
+        lines.append("  (none yet)")
     return "\n".join(lines)
 
 
@@ -276,12 +345,60 @@ def run(arguments: argparse.Namespace, client: Client, out: TextIO) -> None:
                 emit(submission, evaluation_text(submission))
         else:
             emit(client.evaluation(arguments.submission, n0=arguments.n0, k=arguments.k))
+    elif command == "judge":
+        run_judge(arguments, client, emit)
     elif command == "leaderboard":
         board = client.leaderboard(arguments.slug, metric=arguments.metric, n0=arguments.n0)
         emit(board, leaderboard_text(board))
     elif command == "card":
         card = client.card(arguments.slug, timeout=arguments.timeout)
         emit(card, None if arguments.json else client.card_markdown(arguments.slug))
+
+
+JUDGE_PAIR_COLUMNS = [
+    "pair",
+    "left_item",
+    "left_token_a",
+    "left_token_b",
+    "right_item",
+    "right_token_a",
+    "right_token_b",
+]
+
+
+def run_judge(arguments: argparse.Namespace, client: Client, emit) -> None:
+    action = arguments.action
+    if action == "pairs":
+        pairs = client.judge_pairs(arguments.slug)
+        emit(
+            pairs,
+            _csv_text(JUDGE_PAIR_COLUMNS, ([pair[name] for name in JUDGE_PAIR_COLUMNS] for pair in pairs)),
+        )
+    elif action == "submit":
+        judge = client.submit_judge(
+            arguments.slug,
+            arguments.judge_name,
+            file=arguments.decisions,
+            description=arguments.description,
+            wait=not arguments.no_wait,
+            timeout=arguments.timeout,
+        )
+        emit(
+            judge,
+            f"judge {judge['id']} stored: {judge['status']}" if arguments.no_wait else judge_text(judge),
+        )
+    elif action == "evaluation":
+        if arguments.n0 is None and arguments.k is None:
+            judge = client.judge(arguments.judge)
+            emit(
+                judge,
+                judge_text(judge) if judge.get("evaluation") else f"judge {judge['id']} is {judge['status']}",
+            )
+        else:
+            emit(client.judge_evaluation(arguments.judge, n0=arguments.n0, k=arguments.k))
+    elif action == "leaderboard":
+        board = client.judge_leaderboard(arguments.slug, metric=arguments.metric, n0=arguments.n0)
+        emit(board, leaderboard_text(board))
 
 
 def run_study(arguments: argparse.Namespace, client: Client, emit) -> None:

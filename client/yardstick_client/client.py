@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import httpx
 
+from .decisions import decision_rows
 from .errors import (
     ApiError,
     ConnectionFailed,
@@ -448,22 +449,33 @@ class Client:
     ) -> dict:
         """Follows a submission with a progress bar until it is evaluated; returns it with its
         ``evaluation``. Raises ``EvaluationFailed`` with the server's reason, or ``WaitTimeout``."""
+        return self._wait_until_evaluated(
+            lambda: self.submission(submission_id),
+            f"submission {submission_id}",
+            f"client.submission({submission_id})",
+            timeout=timeout,
+            poll_seconds=poll_seconds,
+        )
+
+    def _wait_until_evaluated(
+        self, read, what: str, later: str, *, timeout: float, poll_seconds: float
+    ) -> dict:
+        """Polls ``read()`` (a submission or a judge) with a progress bar until its status is done."""
         deadline = time.monotonic() + timeout
-        with self._bar(f"evaluation of submission {submission_id}") as bar:
+        with self._bar(f"evaluation of {what}") as bar:
             while True:
-                current = self.submission(submission_id)
+                current = read()
                 bar.update(current.get("progress") or 0, 100, current["status"])
                 if current["status"] == "done":
                     return current
                 if current["status"] == "failed":
                     raise EvaluationFailed(
-                        f"the server could not evaluate submission {submission_id}: "
-                        f"{current.get('error') or 'no reason given'}"
+                        f"the server could not evaluate {what}: {current.get('error') or 'no reason given'}"
                     )
                 if time.monotonic() >= deadline:
                     raise WaitTimeout(
-                        f"the evaluation of submission {submission_id} is still {current['status']} after "
-                        f"{timeout:g} s; it goes on on the server: client.submission({submission_id}) later"
+                        f"the evaluation of {what} is still {current['status']} after {timeout:g} s; "
+                        f"it goes on on the server: {later} later"
                     )
                 time.sleep(poll_seconds)
 
@@ -486,6 +498,91 @@ class Client:
         params = {"metric": metric, **({} if n0 is None else {"n0": n0})}
         return self._json(
             "GET", f"/api/studies/{_quote(slug)}/leaderboard/", params=params, authenticated=False
+        )
+
+    # --- judges: an automatic judge's decisions on the crowd's comparisons --------------------------
+
+    def judge_pairs(self, slug: str) -> list[dict]:
+        """Every pair of items the crowd compared in a finished study, for a judge to decide:
+        ``{"pair", "left_item", "left_token_a", "left_token_b", "right_item", "right_token_a",
+        "right_token_b"}``."""
+        return self._all_pages(f"/api/studies/{_quote(slug)}/judge-pairs/")
+
+    def submit_judge(
+        self,
+        slug: str,
+        judge_name: str,
+        decisions: Any = None,
+        *,
+        file: CsvSource | None = None,
+        pairs: Sequence[Mapping] | None = None,
+        description: str = "",
+        wait: bool = True,
+        timeout: float = DEFAULT_WAIT_SECONDS,
+    ) -> dict:
+        """Submits a judge's decisions on a finished study's pairs: which of the two items is more
+        related, ``"left"``, ``"right"`` or ``"tie"`` (where the study allows ties).
+
+        ``decisions`` is a dict ``{pair number: decision}``, or a list with one decision (None: undecided)
+        per pair in the order of ``pairs`` (fetched when not given); or ``file`` a CSV (header
+        ``pair,decision``) or JSONL (one ``{"pair": …, "decision": …}`` per line) file as a path, bytes
+        or open file. With ``wait`` returns the judge once evaluated (with ``evaluation``), else as stored.
+        """
+        path = f"/api/studies/{_quote(slug)}/judges/"
+        if (decisions is None) == (file is None):
+            raise TypeError(
+                "give the decisions either as decisions= (a dict or list) or as file= (CSV or JSONL)"
+            )
+        if file is not None:
+            created = self._json(
+                "POST",
+                path,
+                data={"judge_name": judge_name, "description": description},
+                files={"file": (f"{judge_name}.txt", read_csv(file), "text/plain")},
+            )
+        else:
+            if not isinstance(decisions, Mapping) and pairs is None:
+                pairs = self.judge_pairs(slug)
+            rows = decision_rows(decisions, pairs)
+            created = self._json(
+                "POST", path, json={"judge_name": judge_name, "description": description, "decisions": rows}
+            )
+        if not wait:
+            return created
+        return self.wait_for_judge(created["id"], timeout=timeout)
+
+    def judge(self, judge_id: int) -> dict:
+        """One of your judges: status, progress, coverage and, once done, its evaluation."""
+        return self._json("GET", f"/api/judges/{int(judge_id)}/")
+
+    def judges(self) -> list[dict]:
+        """Your judges, newest first."""
+        return self._all_pages("/api/judges/")
+
+    def wait_for_judge(
+        self, judge_id: int, *, timeout: float = DEFAULT_WAIT_SECONDS, poll_seconds: float = 1.0
+    ) -> dict:
+        """Follows a judge with a progress bar until it is evaluated; returns it with its ``evaluation``.
+        Raises ``EvaluationFailed`` with the server's reason, or ``WaitTimeout``."""
+        return self._wait_until_evaluated(
+            lambda: self.judge(judge_id),
+            f"judge {judge_id}",
+            f"client.judge({judge_id})",
+            timeout=timeout,
+            poll_seconds=poll_seconds,
+        )
+
+    def judge_evaluation(self, judge_id: int, *, n0: float | None = None, k: int | None = None) -> dict:
+        """The evaluation of one of your judges: agreement with the crowd, its ranking, where it
+        disagrees and the verdict; at the study's defaults, or at another ``n0`` and ``k``."""
+        params = {name: value for name, value in (("n0", n0), ("k", k)) if value is not None}
+        return self._json("GET", f"/api/judges/{int(judge_id)}/evaluation/", params=params)
+
+    def judge_leaderboard(self, slug: str, *, metric: str = "tau_w", n0: float | None = None) -> dict:
+        """The judges' leaderboard of a finished study by their rankings' ``metric``, at ``n0``."""
+        params = {"metric": metric, **({} if n0 is None else {"n0": n0})}
+        return self._json(
+            "GET", f"/api/studies/{_quote(slug)}/judges/leaderboard/", params=params, authenticated=False
         )
 
     def card(self, slug: str, *, wait: bool = True, timeout: float = DEFAULT_WAIT_SECONDS) -> dict:

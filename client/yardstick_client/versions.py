@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .errors import IncompatibleServer
 
-API_VERSION = "0.2.0"  # the API version this client speaks: the server's settings.API_VERSION
+API_VERSION = "0.3.0"  # the API version this client speaks: the server's settings.API_VERSION
 API_VERSION_HEADER = "X-Yardstick-API-Version"
 
 
