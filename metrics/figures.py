@@ -23,7 +23,7 @@ from collection.models import Study
 from collection.parts import has_hidden_part, hidden_mask
 from metrics.evaluation import coefficients_by_stratum, evaluate
 from metrics.metrology import bootstrap_scores, chance_level
-from metrics.models import Part, StudyFigure, Submission
+from metrics.models import Kind, Part, StudyFigure, Submission
 from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
 
 DEFAULT_WEIGHT_OFFSET = 2.0  # n0 of the paper, and of every figure that does not ask for another
@@ -250,3 +250,42 @@ def submission_result(
     part_items = int(inside.sum())
     result.update(part=str(part), items=part_items, coverage=result["covered"] / part_items)
     return result
+
+
+def result_for(
+    *,
+    submission: Submission,
+    weight_offset: float,
+    top_k: int,
+    part: str = Part.ALL,
+    store: bool = True,
+    progress=None,
+) -> dict:
+    """The result of a model (``submission_result``) or of a judge (``metrics.judges.judge_result``, whose
+    ``ranking`` is a model's result) for this n0, K and part."""
+    if submission.kind == Kind.JUDGE:
+        from metrics.judges import judge_result  # it imports this module
+
+        return judge_result(
+            study=submission.study,
+            decisions=judge_decisions(submission),
+            weight_offset=weight_offset,
+            top_k=top_k,
+            part=part,
+            store=store,
+            progress=progress,
+        )
+    return submission_result(
+        submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=store, progress=progress
+    )
+
+
+def ranking_of(submission: Submission, result: dict) -> dict:
+    """The part of a result that ranks the items (the leaderboard's standing): a model's whole result, a
+    judge's ``ranking``."""
+    return result["ranking"] if submission.kind == Kind.JUDGE else result
+
+
+def judge_decisions(submission: Submission) -> np.ndarray:
+    """A judge's decisions by pair index: 1 left, 0 right, 0.5 tie, NaN undecided."""
+    return np.array(submission.decisions, dtype=np.float64)  # None becomes NaN

@@ -16,7 +16,7 @@ from collection import arrays
 from collection.models import Ballot, Item, Study, Vote
 from common.errors import StudyStateError
 from metrics.metrology import BallotVotes
-from metrics.models import Submission
+from metrics.models import Kind, Submission
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,9 @@ def finished_replications(*, study: Study) -> list[Study]:
     return related
 
 
-def submissions_of(*, owner, study: Study | None = None):
-    """A model owner's own submissions, newest first."""
-    queryset = Submission.objects.filter(owner=owner).select_related("study")
+def submissions_of(*, owner, study: Study | None = None, kind: str = Kind.MODEL):
+    """A model owner's own submissions of ``kind`` (models, or judges), newest first."""
+    queryset = Submission.objects.filter(owner=owner, kind=kind).select_related("study")
     return queryset.filter(study=study) if study is not None else queryset
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.dateparse import parse_datetime
@@ -31,7 +31,7 @@ from metrics.evaluation import (
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, owner_part, part_top_k
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
 from metrics.leaderboard import annotator_view, leaderboard_for
-from metrics.models import Submission
+from metrics.models import Kind, Submission
 from metrics.selectors import items_for_model_owners, submissions_of
 from scoring.plots import PALETTE, Interval, Series, intervals_svg, scatter_svg
 from scoring.selectors import crowd_by_study, study_crowd
@@ -63,7 +63,8 @@ def index(request):
     studies = (
         Study.objects.filter(status=Study.Status.FINISHED)
         .annotate(
-            item_count=Count("items", distinct=True), submission_count=Count("submissions", distinct=True)
+            item_count=Count("items", distinct=True),
+            submission_count=Count("submissions", filter=Q(submissions__kind=Kind.MODEL), distinct=True),
         )
         .order_by("-finished_at", "name")
     )
