@@ -697,7 +697,11 @@ def _judge_submitted(request) -> dict:
         return {**_named(serializer.validated_data), "data": data, "source_format": "file"}
     serializer = JudgeCreateSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
-    return {**_named(serializer.validated_data), "data": serializer.validated_data["decisions"], "source_format": "json"}
+    return {
+        **_named(serializer.validated_data),
+        "data": serializer.validated_data["decisions"],
+        "source_format": "json",
+    }
 
 
 def _named(fields: dict) -> dict:
@@ -755,7 +759,9 @@ class JudgeCreateView(MetricsErrors, APIView):
         request={"application/json": JudgeCreateSerializer, "multipart/form-data": JudgeUploadSerializer},
         responses={
             201: OpenApiResponse(JudgeCreatedSerializer, description="Stored and evaluated."),
-            202: OpenApiResponse(JudgeCreatedSerializer, description="Stored; the evaluation runs in the background."),
+            202: OpenApiResponse(
+                JudgeCreatedSerializer, description="Stored; the evaluation runs in the background."
+            ),
             400: error_response(
                 "Bad rows (listed in errors: unknown pairs, duplicates, decisions that are not one, ties in a study "
                 "without ties), too low a coverage, or missing fields; nothing was stored."
@@ -767,7 +773,9 @@ class JudgeCreateView(MetricsErrors, APIView):
                 "used up."
             ),
             413: error_response("The file or request is larger than 16 MiB."),
-            500: error_response("The evaluation failed on our side: a plain message with a reference; submit again."),
+            500: error_response(
+                "The evaluation failed on our side: a plain message with a reference; submit again."
+            ),
         },
     )
     def post(self, request, slug: str):
@@ -814,7 +822,11 @@ class JudgeDetailView(MetricsErrors, APIView):
         summary="One of your judges: status, progress, coverage and, once done, its evaluation",
         operation_id="judges_retrieve",
         tags=["model owners"],
-        responses={200: JudgeDetailSerializer, **OWNER_ERRORS, 404: error_response("Not one of your judges.")},
+        responses={
+            200: JudgeDetailSerializer,
+            **OWNER_ERRORS,
+            404: error_response("Not one of your judges."),
+        },
     )
     def get(self, request, judge_id: int):
         judge = _own_judge(request, judge_id)

@@ -17,7 +17,9 @@ urlpatterns = [
     path("studies/<slug:slug>/judge-pairs/", api.JudgePairsView.as_view(), name="study-judge-pairs"),
     path("studies/<slug:slug>/judges/", api.JudgeCreateView.as_view(), name="study-judges"),
     path(
-        "studies/<slug:slug>/judges/leaderboard/", api.JudgeLeaderboardView.as_view(), name="study-judges-leaderboard"
+        "studies/<slug:slug>/judges/leaderboard/",
+        api.JudgeLeaderboardView.as_view(),
+        name="study-judges-leaderboard",
     ),
     path("judges/", api.JudgeListView.as_view(), name="judges"),
     path("judges/<int:judge_id>/", api.JudgeDetailView.as_view(), name="judge-detail"),

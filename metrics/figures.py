@@ -276,7 +276,12 @@ def result_for(
             progress=progress,
         )
     return submission_result(
-        submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=store, progress=progress
+        submission=submission,
+        weight_offset=weight_offset,
+        top_k=top_k,
+        part=part,
+        store=store,
+        progress=progress,
     )
 
 

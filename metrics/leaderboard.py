@@ -55,7 +55,11 @@ def has_plain_chance(coefficients: dict) -> bool:
 
 
 def leaderboard_for(
-    *, study: Study, metric: str = "tau_w", weight_offset: float = DEFAULT_WEIGHT_OFFSET, kind: str = Kind.MODEL
+    *,
+    study: Study,
+    metric: str = "tau_w",
+    weight_offset: float = DEFAULT_WEIGHT_OFFSET,
+    kind: str = Kind.MODEL,
 ) -> dict:
     """Every evaluated submission of ``kind`` of the study (models, or judges by their ranking) ranked by
     ``metric``, with paired-bootstrap intervals and ranks (``metrics.evaluation.leaderboard``). A judge's
@@ -88,7 +92,9 @@ def leaderboard_for(
         standing = stored.get(submission.pk) or standing_values(
             ranking_of(
                 submission,
-                result_for(submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=False),
+                result_for(
+                    submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=False
+                ),
             )
         )
         name = f"{submission.model_name} ({submission.owner.get_username()})"

@@ -49,7 +49,10 @@ class Submission(models.Model):
     description = models.TextField(blank=True)
     scores = models.JSONField(encoder=FiniteJSONEncoder, null=True, blank=True)
     decisions = models.JSONField(
-        encoder=FiniteJSONEncoder, null=True, blank=True, help_text="A judge's: 1 left, 0 right, 0.5 tie, null."
+        encoder=FiniteJSONEncoder,
+        null=True,
+        blank=True,
+        help_text="A judge's: 1 left, 0 right, 0.5 tie, null.",
     )
     covered = models.PositiveIntegerField(help_text="Items with a score, or pairs with a decision.")
     coverage = models.FloatField(help_text="covered / items of the study (a judge: / pairs)")

@@ -292,7 +292,12 @@ def seal_create(*, study: Study, owner, model_name: str, sha256: str, kind: str 
             )
         _check_variants(study, owner, kind=kind)
         return Seal.objects.create(
-            study=study, owner=owner, kind=kind, model_name=model_name, sha256=digest, study_status=study.status
+            study=study,
+            owner=owner,
+            kind=kind,
+            model_name=model_name,
+            sha256=digest,
+            study_status=study.status,
         )
 
 
@@ -480,7 +485,8 @@ def _judge_rows(*, data, source_format: str) -> tuple[list[tuple[str, object]], 
     if not {"pair", "decision"} <= set(header):
         raise ServiceError(
             "the CSV needs a header with the columns pair,decision (or send JSONL: one "
-            '{"pair": 1, "decision": "left"} per line); got ' + (", ".join(header) if header else "an empty file")
+            '{"pair": 1, "decision": "left"} per line); got '
+            + (", ".join(header) if header else "an empty file")
         )
     reader.fieldnames = header
     return [(f"line {line}", row) for line, row in enumerate(reader, start=2)], "csv"
@@ -494,10 +500,16 @@ def _pair_number(raw, pair_count: int) -> tuple[int | None, str]:
     """A pair number 1 … ``pair_count`` from a JSON number or a text cell, and "" when it is one; else
     None and why not."""
     if isinstance(raw, bool) or not isinstance(raw, int | str):
-        return None, f"pair must be a pair number (a whole number from 1 to {pair_count:,}), got {_shown(raw)}"
+        return (
+            None,
+            f"pair must be a pair number (a whole number from 1 to {pair_count:,}), got {_shown(raw)}",
+        )
     text = str(raw).strip()
     if not text.isdecimal() or len(text) > 12:
-        return None, f"pair must be a pair number (a whole number from 1 to {pair_count:,}), got {_shown(raw)}"
+        return (
+            None,
+            f"pair must be a pair number (a whole number from 1 to {pair_count:,}), got {_shown(raw)}",
+        )
     number = int(text)
     if not 1 <= number <= pair_count:
         return None, f"pair {number} is not one of the study's pairs, numbered 1 to {pair_count:,}"
@@ -536,7 +548,9 @@ def judge_parse(*, pair_count: int, ties_allowed: bool, data, source_format: str
     errors: list[str] = []
     for where, row in rows:
         if not isinstance(row, dict):
-            errors.append(f'{where}: expected an object with pair and decision, like {{"pair": 1, "decision": "left"}}')
+            errors.append(
+                f'{where}: expected an object with pair and decision, like {{"pair": 1, "decision": "left"}}'
+            )
             continue
         number, problem = _pair_number(row.get("pair"), pair_count)
         if problem:
@@ -544,7 +558,9 @@ def judge_parse(*, pair_count: int, ties_allowed: bool, data, source_format: str
             continue
         value = _decision(row.get("decision"))
         if value is None:
-            errors.append(f"{where}, pair {number}: the decision {_shown(row.get('decision'))} is not one: {DECISION_HINT}")
+            errors.append(
+                f"{where}, pair {number}: the decision {_shown(row.get('decision'))} is not one: {DECISION_HINT}"
+            )
             continue
         if value == 0.5 and not ties_allowed:
             errors.append(f"{where}, pair {number}: {NO_TIES}")
@@ -703,8 +719,9 @@ def submission_standings(*, submission_id: int) -> int:
             else result_for(submission=submission, weight_offset=weight_offset, top_k=top_k, part=part)
         )
         added += _standing_store(submission, weight_offset, ranking_of(submission, result), part=part)
-    if submission.kind == Kind.MODEL:  # a judge's areas are in its evaluation's result
-        for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:  # stored now, so that the leaderboard only reads them
+    # Stored now, so that the leaderboard only reads them; a judge's areas are in its evaluation's result.
+    if submission.kind == Kind.MODEL:
+        for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:
             submission_area_coefficients(submission=submission, weight_offset=weight_offset)
     return added
 
@@ -773,7 +790,9 @@ def evaluation_for(
     ).first()
     if existing is not None and has_plain_chance(ranking_of(submission, existing.result)):
         return existing
-    result = result_for(submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, progress=progress)
+    result = result_for(
+        submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, progress=progress
+    )
     if progress:
         progress(95)
     if existing is not None:

@@ -85,10 +85,12 @@ def _leaderboard_settings(request) -> LeaderboardSettingsForm:
     )
 
 
-def _board_rows(study: Study, metric: str, weight_offset: float) -> tuple[dict, list[dict]]:
-    """The leaderboard of ``study`` by ``metric`` at ``weight_offset``, and its rows with the chosen
-    metric's figures, their group of models that cannot be told apart and their chance verdict."""
-    board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
+def _board_rows(
+    study: Study, metric: str, weight_offset: float, kind: str = Kind.MODEL
+) -> tuple[dict, list[dict]]:
+    """The leaderboard of ``study``'s models (or judges) by ``metric`` at ``weight_offset``, and its rows
+    with the chosen metric's figures, their group that cannot be told apart and their chance verdict."""
+    board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset, kind=kind)
     groups = indistinguishable_groups(board["rows"])
     rows = [
         {
@@ -208,20 +210,38 @@ def _interval_plot(rows: list[dict], metric: str, weight_offset: float) -> str:
 @login_required(login_url=LOGIN_URL)
 def submit(request, slug: str):
     """The upload form: a model's scores as CSV → a stored submission, evaluated at once when small."""
+
+    def create(study, owner, fields):
+        return services.submission_create(
+            study=study,
+            owner=owner,
+            model_name=fields["model_name"],
+            description=fields["description"],
+            data=services.scores_file_read(fields["file"]),
+            source_format="csv",
+        )
+
+    return upload_page(
+        request,
+        slug,
+        form_class=SubmissionForm,
+        create=create,
+        template="metrics/submit.html",
+        what="model submissions",
+        done="metrics:submission",
+    )
+
+
+def upload_page(request, slug: str, *, form_class, create, template: str, what: str, done: str):
+    """An upload form of a finished study (a model's scores, a judge's decisions): ``create(study, owner,
+    cleaned_data)`` stores it, then the page of ``done`` shows it; a refusal is shown on the form."""
     study = _study(slug)
     if study.status != Study.Status.FINISHED:
-        return _not_finished(request, study, "model submissions")
-    form = SubmissionForm(request.POST or None, request.FILES or None)
+        return _not_finished(request, study, what)
+    form = form_class(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            submission = services.submission_create(
-                study=study,
-                owner=request.user,
-                model_name=form.cleaned_data["model_name"],
-                description=form.cleaned_data["description"],
-                data=services.scores_file_read(form.cleaned_data["file"]),
-                source_format="csv",
-            )
+            created = create(study, request.user, form.cleaned_data)
         except ServiceError as exc:
             context = {
                 "study": study,
@@ -230,10 +250,10 @@ def submit(request, slug: str):
                 "problems": exc.errors,
                 "our_side": exc.status >= 500,
             }
-            return render(request, "metrics/submit.html", context, status=exc.status)
-        return redirect("metrics:submission", submission_id=submission.pk)
+            return render(request, template, context, status=exc.status)
+        return redirect(done, created.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "metrics/submit.html", {"study": study, "form": form}, status=status)
+    return render(request, template, {"study": study, "form": form}, status=status)
 
 
 @login_required(login_url=LOGIN_URL)
