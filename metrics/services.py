@@ -836,7 +836,12 @@ def test_part_summary(*, submission: Submission) -> dict | None:
         top_k=part_top_k(study, Part.TEST),
         part=Part.TEST,
     )
-    return public_result(evaluation.result)
+    result = public_result(evaluation.result)
+    if submission.kind == Kind.JUDGE:
+        # Its overall figures only: a disagreement by area, band or closeness over a few test pairs would
+        # tell their crowd's decisions apart, as an area's coefficient over a few test items would.
+        result = {key: value for key, value in result.items() if key not in ("disagreement", "areas")}
+    return result
 
 
 def public_result(result: dict) -> dict:
