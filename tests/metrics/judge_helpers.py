@@ -39,6 +39,10 @@ def post_judge_json(client: Client, study: Study, judge_name: str, rows, **field
     )
 
 
-def post_judge_file(client: Client, study: Study, judge_name: str, content: bytes, *, name="judge.csv", **fields):
+def post_judge_file(
+    client: Client, study: Study, judge_name: str, content: bytes, *, name="judge.csv", **fields
+):
     upload = SimpleUploadedFile(name, content, content_type="text/csv")
-    return client.post(f"/api/studies/{study.slug}/judges/", {"judge_name": judge_name, "file": upload, **fields})
+    return client.post(
+        f"/api/studies/{study.slug}/judges/", {"judge_name": judge_name, "file": upload, **fields}
+    )

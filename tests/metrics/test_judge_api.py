@@ -187,7 +187,9 @@ def test_a_study_that_has_not_finished_has_no_pairs_and_takes_no_judge(owner):
 
 
 def test_a_name_taken_by_a_model_is_refused_for_a_judge(study, owner):
-    scores = [{"item": pk, "score": float(score)} for pk, score in study.items.values_list("pk", "final_score")]
+    scores = [
+        {"item": pk, "score": float(score)} for pk, score in study.items.values_list("pk", "final_score")
+    ]
     model = owner.post(
         f"/api/studies/{study.slug}/submissions/",
         json.dumps({"model_name": "shared", "scores": scores}),
