@@ -8,6 +8,8 @@ items reaches the development part's evaluation.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,98 @@ def test_a_judge_that_reverses_the_crowds_top_keeps_a_high_kappa_and_loses_rho_w
     aimed = weighted_spearman(order, np.concatenate([order[:5][::-1], order[5:]]), 2.0)
     assert reverse["ranking"]["rho_w"]["value"] < (aimed + faithful["ranking"]["rho_w"]["value"]) / 2
     assert reverse["ranking"]["rho_w"]["value"] < faithful["ranking"]["rho_w"]["interval"][0]
+
+
+# --- a per-area study that keeps a hidden test part -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def split_area_study(django_db_setup, django_db_blocker):
+    """Two areas of 5 tokens (20 items), ranked per area, 40% hidden, ties allowed, 2 ballots of 16
+    appearances, voted to the end by 10 annotators of a crowd that disagrees."""
+    eager = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
+    with django_db_blocker.unblock():
+        study = make_study(
+            tokens=5,
+            areas=2,
+            ballot_count=2,
+            appearances=16,
+            seed=17,
+            allow_ties=True,
+            hidden_share=0.4,
+            ranking_scope=Study.RankingScope.PER_AREA,
+        )
+        vote_until(study, voters=annotators(study, 10), choose=disagreeing_crowd(study, seed=9))
+        study.refresh_from_db()
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
+    assert study.status == Study.Status.FINISHED
+    yield study
+    with django_db_blocker.unblock():
+        study.delete()
+
+
+def numbers_and_keys(value, path=()):
+    """Every (path, leaf) of a nested result."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from numbers_and_keys(inner, (*path, key))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from numbers_and_keys(inner, (*path, "[]"))
+    else:
+        yield path, value
+
+
+def test_the_development_evaluation_says_nothing_of_the_hidden_items(split_area_study):
+    study = split_area_study
+    pairs, tally, first = crowd_in_judge_orientation(study)
+    hidden = np.zeros(study.items.count(), dtype=bool)
+    hidden[list(Item.objects.filter(study=study, hidden=True).values_list("index", flat=True))] = True
+    touches_hidden = hidden[pairs.left] | hidden[pairs.right]
+    assert touches_hidden.any() and (hidden[pairs.left] & hidden[pairs.right]).any()
+    copy = copy_decisions(tally, first)
+    # The same judge, but on every pair that touches a hidden item: always left, or undecided.
+    distinctive = np.where(touches_hidden, 1.0, copy)
+    silent = np.where(touches_hidden, np.nan, copy)
+    results = [
+        evaluate_judge(study, decisions, part="development") for decisions in (copy, distinctive, silent)
+    ]
+    for result in results:
+        assert result["part"] == "development"
+        assert result["pairs"] == int((~touches_hidden).sum()) == result["decided"]
+        # nothing per item or per pair: no key names one, anywhere in the result
+        for path, _ in numbers_and_keys(result):
+            assert not set(path) & {
+                "item",
+                "items_list",
+                "index",
+                "pair",
+                "left_item",
+                "right_item",
+                "scores",
+            }
+        text = json.dumps(result)
+        for item in Item.objects.filter(study=study, hidden=True):
+            assert f'"item": {item.pk}' not in text and f'"index": {item.index}' not in text
+    for changed in results[1:]:
+        assert changed["agreement"] == results[0]["agreement"]
+        assert changed["disagreement"] == results[0]["disagreement"]
+    # Over every pair the same change shows: the figures above would have caught it.
+    everywhere = [evaluate_judge(study, decisions, part="all") for decisions in (copy, distinctive)]
+    assert everywhere[1]["agreement"]["side"] != everywhere[0]["agreement"]["side"]
+    assert everywhere[1]["disagreement"] != everywhere[0]["disagreement"]
+    # Its side is that of the development pairs only: the hidden "left"s do not count.
+    assert results[1]["agreement"]["side"]["decisive"] == results[0]["agreement"]["side"]["decisive"]
+
+
+def test_a_per_area_study_gives_a_judge_its_coefficients_per_area(split_area_study):
+    pairs, tally, first = crowd_in_judge_orientation(split_area_study)
+    result = evaluate_judge(split_area_study, copy_decisions(tally, first), part="development")
+    assert [entry["area"] for entry in result["areas"]] == ["Area0", "Area1"]
+    for entry in result["areas"]:
+        assert entry["rho_w"]["value"] is not None and entry["rho_w"]["interval"] is not None
+    assert {row["label"] for row in result["disagreement"]["by_area"]} <= {"Area0", "Area1", "across areas"}
+    development = Item.objects.filter(study=split_area_study, hidden=False)
+    assert result["ranking"]["items"] == split_area_study.items.count()
+    assert result["ranking"]["covered"] == development.count()
