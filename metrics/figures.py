@@ -172,25 +172,33 @@ def submission_area_coefficients(*, submission: Submission, weight_offset: float
     part = owner_part(study)
 
     def compute():
-        human = np.where(part_mask(study, part), final_scores(study=study), np.nan)
-        item_area = arrays.item_areas(study_id=study.pk)
-        names = dict(study.areas.values_list("pk", "name"))
-        by_area = coefficients_by_stratum(
-            model_scores(submission),
-            human,
-            item_area,
-            weight_offset=weight_offset,
-            human_replicates=study_replicates(study=study, store=store),
-        )
-        return sorted(
-            ({"area": names.get(area, str(area)), **entry} for area, entry in by_area.items()),
-            key=lambda entry: entry["area"],
+        return area_coefficients(
+            study=study, scores=model_scores(submission), part=part, weight_offset=weight_offset, store=store
         )
 
     parameters = {"submission": submission.pk, "n0": weight_offset, "version": AREA_VERSION}
     if part != Part.ALL:
         parameters["part"] = part
     return cached(study, "areas", parameters, compute, store=store)
+
+
+def area_coefficients(*, study: Study, scores: np.ndarray, part: str, weight_offset: float, store: bool = True) -> list:
+    """``evaluation.coefficients_by_stratum`` of ``scores`` (by item index) against the study's final
+    scores of the items of ``part``, per semantic area, sorted by area name."""
+    human = np.where(part_mask(study, part), final_scores(study=study), np.nan)
+    item_area = arrays.item_areas(study_id=study.pk)
+    names = dict(study.areas.values_list("pk", "name"))
+    by_area = coefficients_by_stratum(
+        scores,
+        human,
+        item_area,
+        weight_offset=weight_offset,
+        human_replicates=study_replicates(study=study, store=store),
+    )
+    return sorted(
+        ({"area": names.get(area, str(area)), **entry} for area, entry in by_area.items()),
+        key=lambda entry: entry["area"],
+    )
 
 
 def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bool = True) -> dict:
