@@ -24,6 +24,7 @@ from tests.metrics.judge_helpers import reference_rows
 pytestmark = pytest.mark.django_db
 
 TOKEN = re.compile(r"area\d+-\d+")  # the factories' token texts: area0-3
+NAMING_KEYS = {"item", "item_id", "left_item", "right_item", "index"}  # "items", "item_count" are counts
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +126,7 @@ def names_an_item(value) -> list:
     while stack:
         current = stack.pop()
         if isinstance(current, dict):
-            found += [key for key in current if "item" in key.lower() or "token" in key.lower()]
+            found += [key for key in current if key in NAMING_KEYS or "token" in key.lower()]
             stack.extend(current.values())
         elif isinstance(current, list):
             stack.extend(current)
