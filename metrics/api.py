@@ -367,7 +367,7 @@ def _evaluation_when_done(submission: Submission) -> None:
     """Refuse other n0 and K before the evaluation at the defaults is done (409)."""
     if submission.status != Submission.Status.DONE:
         raise StudyStateError(
-            f"the {submission.kind} is {submission.status}"
+            f"the {'submission' if submission.kind == Kind.MODEL else 'judge'} is {submission.status}"
             + (f" ({submission.error})" if submission.error else "")
             + ": other n0 and K can be asked for once its evaluation is done"
         )

@@ -387,9 +387,11 @@ def _submission_store(*, study: Study, owner, kind: str, seal: Seal | None, **fi
             return Submission.objects.create(seal=seal, study=study, owner=owner, kind=kind, **fields)
     except IntegrityError:
         taken = Submission.objects.filter(study=study, owner=owner, model_name=fields["model_name"]).first()
+        taken_kind = taken.kind if taken is not None else kind
+        shared = "" if taken_kind == kind else " (models and judges share your names)"
         raise StudyStateError(
-            f"you already submitted a {taken.kind if taken else kind} named {fields['model_name']!r} for this "
-            "study (models and judges share your names); submissions are never replaced, so choose another name"
+            f"you already submitted a {taken_kind} named {fields['model_name']!r} for this study{shared}; "
+            "submissions are never replaced, so choose another name"
         ) from None
 
 

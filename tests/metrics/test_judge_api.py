@@ -209,3 +209,38 @@ def test_anonymous_requests_are_told_to_log_in(study):
     for url in (f"/api/studies/{study.slug}/judge-pairs/", "/api/judges/"):
         assert anonymous.get(url).status_code == 401
     assert post_judge_json(anonymous, study, "x", []).status_code == 401
+
+
+def test_the_schema_documents_the_judges_endpoints(tmp_path):
+    from django.core.management import call_command
+
+    schema_file = tmp_path / "schema.json"
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json", "--file", str(schema_file)
+    )
+    paths = json.loads(schema_file.read_text())["paths"]
+    judges = {(url, method) for url, item in paths.items() for method in item if "judge" in url}
+    assert judges == {
+        ("/api/studies/{slug}/judge-pairs/", "get"),
+        ("/api/studies/{slug}/judges/", "post"),
+        ("/api/studies/{slug}/judges/leaderboard/", "get"),
+        ("/api/judges/", "get"),
+        ("/api/judges/{judge_id}/", "get"),
+        ("/api/judges/{judge_id}/evaluation/", "get"),
+    }
+    upload = paths["/api/studies/{slug}/judges/"]["post"]["requestBody"]["content"]
+    assert set(upload) == {"application/json", "multipart/form-data"}
+
+
+def test_no_judge_answer_contains_the_bootstrap_replicates(study, owner):
+    created = post_judge_json(owner, study, "judge", reference_rows(study))
+    responses = [
+        created,
+        owner.get("/api/judges/"),
+        owner.get(created.json()["url"]),
+        owner.get(created.json()["url"] + "evaluation/?n0=1&k=3"),
+        Client().get(f"/api/studies/{study.slug}/judges/leaderboard/"),
+        Client().get(f"/api/studies/{study.slug}/judges/leaderboard/?format=csv"),
+    ]
+    assert [response.status_code for response in responses] == [201, 200, 200, 200, 200, 200]
+    assert ['"replicates"' in response.content.decode() for response in responses] == [False] * 6
