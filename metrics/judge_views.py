@@ -9,20 +9,17 @@ service or selector and render.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import render
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET
 
 from collection.models import Study
 from common.csvexport import csv_download
-from common.errors import ServiceError
 from metrics import services
 from metrics.evaluation import COEFFICIENTS, undefined_summary
-from metrics.figures import DEFAULT_WEIGHT_OFFSET, owner_part, part_top_k
-from metrics.forms import EvaluationSettingsForm, JudgeForm
-from metrics.models import Kind, Submission
-from metrics.selectors import judge_pair_listing, submissions_of
+from metrics.forms import JudgeForm
+from metrics.models import Kind
+from metrics.selectors import judge_pair_listing
 from metrics.views import (
     LOGIN_URL,
     METRIC_LABELS,
@@ -30,6 +27,7 @@ from metrics.views import (
     _leaderboard_settings,
     _not_finished,
     _study,
+    owned_evaluation,
     upload_page,
 )
 from scoring.selectors import study_crowd
@@ -131,34 +129,14 @@ def _judge_figures(result: dict) -> dict:
 @require_GET
 def judge(request, judge_id: int):
     """One of the owner's judges: progress while it runs, then its evaluation at the chosen n0 and K."""
-    found = submissions_of(owner=request.user, kind=Kind.JUDGE).filter(pk=judge_id).first()
-    if found is None:
-        raise Http404(f"judge {judge_id} is not one of yours")
-    study = found.study
-    part = owner_part(study)
-    default_k = part_top_k(study, part)
-    context = {"judge": found, "study": study, "part": part, "metric_labels": METRIC_LABELS}
-    if found.status != Submission.Status.DONE:
-        context["running"] = found.status in (Submission.Status.PENDING, Submission.Status.RUNNING)
-        return render(request, "metrics/judge.html", context)
-    settings_form = EvaluationSettingsForm(
-        {"n0": request.GET.get("n0", DEFAULT_WEIGHT_OFFSET), "k": request.GET.get("k", default_k)}
-    )
-    weight_offset, top_k, problem = DEFAULT_WEIGHT_OFFSET, default_k, None
-    if settings_form.is_valid():
-        weight_offset, top_k = settings_form.cleaned_data["n0"], settings_form.cleaned_data["k"]
-    try:
-        evaluation = services.owner_evaluation(submission=found, weight_offset=weight_offset, top_k=top_k)
-    except ServiceError as exc:
-        problem = exc.message
-        evaluation = services.owner_evaluation(submission=found)
-    test_part = services.test_part_summary(submission=found)
-    context.update(
-        settings_form=settings_form,
-        problem=problem,
-        evaluation=_judge_figures(services.public_result(evaluation.result)),
-        test_part=_judge_figures(test_part) if test_part else None,
-    )
+    found, context = owned_evaluation(request, judge_id, kind=Kind.JUDGE)
+    context["judge"] = found
+    if "evaluation" in context:
+        test_part = context["test_part"]
+        context.update(
+            evaluation=_judge_figures(context["evaluation"]),
+            test_part=_judge_figures(test_part) if test_part else None,
+        )
     return render(request, "metrics/judge.html", context)
 
 

@@ -271,21 +271,22 @@ def pairs_csv(request, slug: str):
     return csv_download(f"{study.slug}-items.csv", ["item", "token_a", "token_b", "area"], rows)
 
 
-@login_required(login_url=LOGIN_URL)
-@require_GET
-def submission(request, submission_id: int):
-    """One of the owner's submissions: progress while it runs, then its evaluation at the chosen n0 and K."""
-    found = submissions_of(owner=request.user).filter(pk=submission_id).first()
+def owned_evaluation(request, submission_id: int, *, kind: str) -> tuple[Submission, dict]:
+    """The owner's submission of ``kind`` (404 for anyone else's) and its page's context: the status
+    while it runs; once done, its evaluation at the query's n0 and K (the defaults, with the problem,
+    when they are refused) and its test part's summary, as public results."""
+    found = submissions_of(owner=request.user, kind=kind).filter(pk=submission_id).first()
     if found is None:
-        raise Http404(f"submission {submission_id} is not one of yours")
+        raise Http404(
+            f"{'submission' if kind == Kind.MODEL else 'judge'} {submission_id} is not one of yours"
+        )
     study = found.study
     part = owner_part(study)
     default_k = part_top_k(study, part)
     context = {"submission": found, "study": study, "metric_labels": METRIC_LABELS, "part": part}
     if found.status != Submission.Status.DONE:
         context["running"] = found.status in (Submission.Status.PENDING, Submission.Status.RUNNING)
-        return render(request, "metrics/submission.html", context)
-
+        return found, context
     settings_form = EvaluationSettingsForm(
         {"n0": request.GET.get("n0", DEFAULT_WEIGHT_OFFSET), "k": request.GET.get("k", default_k)}
     )
@@ -297,12 +298,26 @@ def submission(request, submission_id: int):
     except ServiceError as exc:
         problem = exc.message
         evaluation = services.owner_evaluation(submission=found)
-    result = services.public_result(evaluation.result)
-    test_part = services.test_part_summary(submission=found)
-    retrieval = result["retrieval"]
     context.update(
         settings_form=settings_form,
         problem=problem,
+        evaluation=services.public_result(evaluation.result),
+        test_part=services.test_part_summary(submission=found),
+    )
+    return found, context
+
+
+@login_required(login_url=LOGIN_URL)
+@require_GET
+def submission(request, submission_id: int):
+    """One of the owner's submissions: progress while it runs, then its evaluation at the chosen n0 and K."""
+    found, context = owned_evaluation(request, submission_id, kind=Kind.MODEL)
+    if "evaluation" not in context:
+        return render(request, "metrics/submission.html", context)
+    result = context["evaluation"]
+    test_part = context["test_part"]
+    retrieval = result["retrieval"]
+    context.update(
         evaluation=result,
         test_part=[{"name": name, "label": METRIC_LABELS[name], **test_part[name]} for name in COEFFICIENTS]
         if test_part
