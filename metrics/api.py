@@ -274,19 +274,25 @@ class SubmissionCreateView(MetricsErrors, APIView):
     def post(self, request, slug: str):
         study = _study_or_404(slug)
         submission = services.submission_create(study=study, owner=request.user, **_submitted(request))
-        body = SubmissionCreatedSerializer(
-            {
-                "id": submission.pk,
-                "model_name": submission.model_name,
-                "covered": submission.covered,
-                "coverage": submission.coverage,
-                "status": submission.status,
-                "progress": submission.progress,
-                "url": reverse("metrics-api:submission-detail", args=[submission.pk]),
-            }
-        ).data
-        done = submission.status == Submission.Status.DONE
-        return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+        return _created(submission, SubmissionCreatedSerializer, "model_name", "covered")
+
+
+def _created(submission: Submission, serializer, name_field: str, count_field: str) -> Response:
+    """201 for a submission (model or judge) evaluated at once, 202 for one evaluated in a task."""
+    detail = "metrics-api:submission-detail" if submission.kind == Kind.MODEL else "metrics-api:judge-detail"
+    body = serializer(
+        {
+            "id": submission.pk,
+            name_field: submission.model_name,
+            count_field: submission.covered,
+            "coverage": submission.coverage,
+            "status": submission.status,
+            "progress": submission.progress,
+            "url": reverse(detail, args=[submission.pk]),
+        }
+    ).data
+    done = submission.status == Submission.Status.DONE
+    return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
 
 
 class SealView(MetricsErrors, APIView):
@@ -424,16 +430,20 @@ class SubmissionEvaluationView(MetricsErrors, APIView):
         },
     )
     def get(self, request, submission_id: int):
-        submission = _own_submission(request, submission_id)
-        query = EvaluationQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        _evaluation_when_done(submission)
-        evaluation = services.owner_evaluation(
-            submission=submission,
-            weight_offset=query.validated_data["n0"],
-            top_k=query.validated_data.get("k"),
-        )
-        return Response(EvaluationSerializer(services.public_result(evaluation.result)).data)
+        return _evaluation_answer(request, _own_submission(request, submission_id), EvaluationSerializer)
+
+
+def _evaluation_answer(request, submission: Submission, serializer) -> Response:
+    """The owner's evaluation of a model or a judge at the query's n0 and K, once the defaults' is done."""
+    query = EvaluationQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    _evaluation_when_done(submission)
+    evaluation = services.owner_evaluation(
+        submission=submission,
+        weight_offset=query.validated_data["n0"],
+        top_k=query.validated_data.get("k"),
+    )
+    return Response(serializer(services.public_result(evaluation.result)).data)
 
 
 # --- public ----------------------------------------------------------------------------------------
@@ -557,6 +567,9 @@ class LeaderboardView(MetricsErrors, APIView):
 
     permission_classes = [AllowAny]
     renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, LeaderboardCsvRenderer]
+    kind = Kind.MODEL
+    board_serializer = LeaderboardSerializer
+    download_name = "leaderboard"
 
     @extend_schema(
         summary="The leaderboard: models by one metric with intervals, rank ranges and ties (?format=csv)",
@@ -578,15 +591,19 @@ class LeaderboardView(MetricsErrors, APIView):
         },
     )
     def get(self, request, slug: str):
+        return self.board(request, slug)
+
+    def board(self, request, slug: str) -> Response:
+        """The leaderboard of ``kind`` as JSON, or as a CSV download."""
         study = _study_or_404(slug)
         _require_finished(study)
         query = LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         metric, weight_offset = query.validated_data["metric"], query.validated_data["n0"]
-        board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
-        response = Response(LeaderboardSerializer(board).data)
+        board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset, kind=self.kind)
+        response = Response(self.board_serializer(board).data)
         if request.accepted_renderer.format == "csv":
-            filename = f"{study.slug}-leaderboard-{metric}-n0-{weight_offset:g}.csv"
+            filename = f"{study.slug}-{self.download_name}-{metric}-n0-{weight_offset:g}.csv"
             response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
@@ -781,19 +798,7 @@ class JudgeCreateView(MetricsErrors, APIView):
     def post(self, request, slug: str):
         study = _study_or_404(slug)
         judge = services.judge_create(study=study, owner=request.user, **_judge_submitted(request))
-        body = JudgeCreatedSerializer(
-            {
-                "id": judge.pk,
-                "judge_name": judge.model_name,
-                "decided": judge.covered,
-                "coverage": judge.coverage,
-                "status": judge.status,
-                "progress": judge.progress,
-                "url": reverse("metrics-api:judge-detail", args=[judge.pk]),
-            }
-        ).data
-        done = judge.status == Submission.Status.DONE
-        return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+        return _created(judge, JudgeCreatedSerializer, "judge_name", "decided")
 
 
 class JudgeListView(MetricsErrors, GenericAPIView):
@@ -856,21 +861,16 @@ class JudgeEvaluationView(MetricsErrors, APIView):
         },
     )
     def get(self, request, judge_id: int):
-        judge = _own_judge(request, judge_id)
-        query = EvaluationQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        _evaluation_when_done(judge)
-        evaluation = services.owner_evaluation(
-            submission=judge, weight_offset=query.validated_data["n0"], top_k=query.validated_data.get("k")
-        )
-        return Response(JudgeEvaluationSerializer(services.public_result(evaluation.result)).data)
+        return _evaluation_answer(request, _own_judge(request, judge_id), JudgeEvaluationSerializer)
 
 
-class JudgeLeaderboardView(MetricsErrors, APIView):
+class JudgeLeaderboardView(LeaderboardView):
     """Every judge of a finished study by one coefficient of its ranking, with its agreement and verdict."""
 
-    permission_classes = [AllowAny]
     renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, JudgeLeaderboardCsvRenderer]
+    kind = Kind.JUDGE
+    board_serializer = JudgeLeaderboardSerializer
+    download_name = "judges-leaderboard"
 
     @extend_schema(
         summary="The judges' leaderboard: judges by a coefficient of their ranking, with κ, majority accuracy and "
@@ -893,14 +893,4 @@ class JudgeLeaderboardView(MetricsErrors, APIView):
         },
     )
     def get(self, request, slug: str):
-        study = _study_or_404(slug)
-        _require_finished(study)
-        query = LeaderboardQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        metric, weight_offset = query.validated_data["metric"], query.validated_data["n0"]
-        board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset, kind=Kind.JUDGE)
-        response = Response(JudgeLeaderboardSerializer(board).data)
-        if request.accepted_renderer.format == "csv":
-            filename = f"{study.slug}-judges-leaderboard-{metric}-n0-{weight_offset:g}.csv"
-            response["Content-Disposition"] = f'attachment; filename="{filename}"'
-        return response
+        return self.board(request, slug)
