@@ -651,7 +651,13 @@ class CrowdFigureSerializer(serializers.Serializer):
 
 
 class AgreementFigureSerializer(CrowdFigureSerializer):
+    pairs = serializers.IntegerField(required=False, help_text="Pairs it is over (majority: those with one).")
+    votes = serializers.IntegerField(required=False, help_text="Votes it is over (single annotators, κ).")
     crowd = CrowdFigureSerializer(help_text="The crowd's own figure: the ceiling of a judge's.")
+
+    def to_representation(self, instance):
+        # Only what was computed: majority counts pairs, the others votes.
+        return {key: value for key, value in super().to_representation(instance).items() if key in instance}
 
 
 class JudgeAgreementSerializer(serializers.Serializer):
