@@ -38,8 +38,8 @@ from metrics.instrument import (
     instrument_card_or_request,
 )
 from metrics.leaderboard import annotator_view, leaderboard_for
-from metrics.models import Seal, Submission
-from metrics.selectors import items_for_model_owners, submissions_of
+from metrics.models import Kind, Seal, Submission
+from metrics.selectors import items_for_model_owners, judge_pair_listing, submissions_of
 from metrics.serializers import (
     AnnotatorViewSerializer,
     AuthTokenResponseSerializer,
@@ -47,6 +47,14 @@ from metrics.serializers import (
     CardSerializer,
     EvaluationQuerySerializer,
     EvaluationSerializer,
+    JudgeCreatedSerializer,
+    JudgeCreateSerializer,
+    JudgeDetailSerializer,
+    JudgeEvaluationSerializer,
+    JudgeLeaderboardSerializer,
+    JudgePairSerializer,
+    JudgeSerializer,
+    JudgeUploadSerializer,
     LeaderboardQuerySerializer,
     LeaderboardSerializer,
     PairSerializer,
@@ -94,11 +102,12 @@ def _study_or_404(slug: str) -> Study:
     )
 
 
-def _own_submission(request, submission_id: int) -> Submission:
+def _own_submission(request, submission_id: int, kind: str = Kind.MODEL) -> Submission:
     # The same answer for an unknown id and another owner's: nothing about others' submissions leaks.
+    listed = "/api/submissions/" if kind == Kind.MODEL else "/api/judges/"
     return get_or_404(
-        submissions_of(owner=request.user),
-        f"submission {submission_id} is not one of yours; GET /api/submissions/ lists yours",
+        submissions_of(owner=request.user, kind=kind),
+        f"{'submission' if kind == Kind.MODEL else 'judge'} {submission_id} is not one of yours; GET {listed} lists yours",
         pk=submission_id,
     )
 
@@ -265,19 +274,25 @@ class SubmissionCreateView(MetricsErrors, APIView):
     def post(self, request, slug: str):
         study = _study_or_404(slug)
         submission = services.submission_create(study=study, owner=request.user, **_submitted(request))
-        body = SubmissionCreatedSerializer(
-            {
-                "id": submission.pk,
-                "model_name": submission.model_name,
-                "covered": submission.covered,
-                "coverage": submission.coverage,
-                "status": submission.status,
-                "progress": submission.progress,
-                "url": reverse("metrics-api:submission-detail", args=[submission.pk]),
-            }
-        ).data
-        done = submission.status == Submission.Status.DONE
-        return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+        return _created(submission, SubmissionCreatedSerializer, "model_name", "covered")
+
+
+def _created(submission: Submission, serializer, name_field: str, count_field: str) -> Response:
+    """201 for a submission (model or judge) evaluated at once, 202 for one evaluated in a task."""
+    detail = "metrics-api:submission-detail" if submission.kind == Kind.MODEL else "metrics-api:judge-detail"
+    body = serializer(
+        {
+            "id": submission.pk,
+            name_field: submission.model_name,
+            count_field: submission.covered,
+            "coverage": submission.coverage,
+            "status": submission.status,
+            "progress": submission.progress,
+            "url": reverse(detail, args=[submission.pk]),
+        }
+    ).data
+    done = submission.status == Submission.Status.DONE
+    return Response(body, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
 
 
 class SealView(MetricsErrors, APIView):
@@ -329,6 +344,7 @@ def _seal_row(seal: Seal) -> dict:
     return {
         "id": seal.pk,
         "model_name": seal.model_name,
+        "kind": seal.kind,
         "sha256": seal.sha256,
         "sealed_at": seal.sealed_at,
         "study_status": seal.study_status,
@@ -351,6 +367,16 @@ class SubmissionListView(MetricsErrors, GenericAPIView):
     def get(self, request):
         page = self.paginate_queryset(submissions_of(owner=request.user))
         return self.get_paginated_response(SubmissionSerializer(page, many=True).data)
+
+
+def _evaluation_when_done(submission: Submission) -> None:
+    """Refuse other n0 and K before the evaluation at the defaults is done (409)."""
+    if submission.status != Submission.Status.DONE:
+        raise StudyStateError(
+            f"the {'submission' if submission.kind == Kind.MODEL else 'judge'} is {submission.status}"
+            + (f" ({submission.error})" if submission.error else "")
+            + ": other n0 and K can be asked for once its evaluation is done"
+        )
 
 
 def _default_evaluation(submission: Submission) -> dict | None:
@@ -404,21 +430,20 @@ class SubmissionEvaluationView(MetricsErrors, APIView):
         },
     )
     def get(self, request, submission_id: int):
-        submission = _own_submission(request, submission_id)
-        query = EvaluationQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        if submission.status != Submission.Status.DONE:
-            raise StudyStateError(
-                f"the submission is {submission.status}"
-                + (f" ({submission.error})" if submission.error else "")
-                + ": other n0 and K can be asked for once its evaluation is done"
-            )
-        evaluation = services.owner_evaluation(
-            submission=submission,
-            weight_offset=query.validated_data["n0"],
-            top_k=query.validated_data.get("k"),
-        )
-        return Response(EvaluationSerializer(services.public_result(evaluation.result)).data)
+        return _evaluation_answer(request, _own_submission(request, submission_id), EvaluationSerializer)
+
+
+def _evaluation_answer(request, submission: Submission, serializer) -> Response:
+    """The owner's evaluation of a model or a judge at the query's n0 and K, once the defaults' is done."""
+    query = EvaluationQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    _evaluation_when_done(submission)
+    evaluation = services.owner_evaluation(
+        submission=submission,
+        weight_offset=query.validated_data["n0"],
+        top_k=query.validated_data.get("k"),
+    )
+    return Response(serializer(services.public_result(evaluation.result)).data)
 
 
 # --- public ----------------------------------------------------------------------------------------
@@ -447,22 +472,33 @@ LEADERBOARD_COLUMNS = [
 ]
 
 
+JUDGE_COLUMNS = [
+    "majority_accuracy",
+    "crowd_majority_accuracy",
+    "kappa",
+    "crowd_kappa",
+    "indistinguishable_from_crowd",
+    "direction",
+    "verdict",
+]
+
+
 class LeaderboardCsvRenderer(BaseRenderer):
     """The leaderboard as CSV, one row per model; an error as a one-column CSV of its messages."""
 
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
+    columns = LEADERBOARD_COLUMNS
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if not isinstance(data, dict) or "rows" not in data:
             body = data if isinstance(data, dict) else {"detail": data}
             lines = [[body.get("detail", "")], *([line] for line in body.get("errors", []))]
             return csv_text(["detail"], lines).encode(self.charset)
-        return csv_text(LEADERBOARD_COLUMNS, self._rows(data)).encode(self.charset)
+        return csv_text(self.columns, self._rows(data)).encode(self.charset)
 
-    @staticmethod
-    def _rows(data):
+    def _rows(self, data):
         for row in data["rows"]:
             coefficient = row["metrics"][data["metric"]]
             interval = row["interval"] or [None, None]
@@ -472,7 +508,7 @@ class LeaderboardCsvRenderer(BaseRenderer):
                     row["rank"],
                     rank_range[0],
                     rank_range[1],
-                    row["model_name"],
+                    row.get("model_name", row.get("judge_name")),
                     row["owner"],
                     data["metric"],
                     data["weight_offset"],
@@ -489,8 +525,36 @@ class LeaderboardCsvRenderer(BaseRenderer):
                     _csv_number((row["interval_adjusted"] or [None, None])[0]),
                     _csv_number((row["interval_adjusted"] or [None, None])[1]),
                     coefficient.get("undefined", ""),
+                    *self._extra(row),
                 ]
             )
+
+    @staticmethod
+    def _extra(row) -> list:
+        return []
+
+
+class JudgeLeaderboardCsvRenderer(LeaderboardCsvRenderer):
+    """The judges' leaderboard as CSV: the models' columns (judge_name for model_name), then the judge's
+    agreement with the crowd and its verdict."""
+
+    columns = [
+        "judge_name" if column == "model_name" else column for column in LEADERBOARD_COLUMNS
+    ] + JUDGE_COLUMNS
+
+    @staticmethod
+    def _extra(row) -> list:
+        judge = row["judge"]
+        majority, kappa, verdict = judge["majority"], judge["kappa"], judge["verdict"]
+        return [
+            _csv_number(majority["value"]),
+            _csv_number(majority["crowd"]["value"]),
+            _csv_number(kappa["value"]),
+            _csv_number(kappa["crowd"]["value"]),
+            "yes" if verdict["indistinguishable"] else "no",
+            verdict["direction"],
+            verdict["sentence"],
+        ]
 
 
 def _csv_number(value) -> float | None:
@@ -503,6 +567,9 @@ class LeaderboardView(MetricsErrors, APIView):
 
     permission_classes = [AllowAny]
     renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, LeaderboardCsvRenderer]
+    kind = Kind.MODEL
+    board_serializer = LeaderboardSerializer
+    download_name = "leaderboard"
 
     @extend_schema(
         summary="The leaderboard: models by one metric with intervals, rank ranges and ties (?format=csv)",
@@ -524,15 +591,19 @@ class LeaderboardView(MetricsErrors, APIView):
         },
     )
     def get(self, request, slug: str):
+        return self.board(request, slug)
+
+    def board(self, request, slug: str) -> Response:
+        """The leaderboard of ``kind`` as JSON, or as a CSV download."""
         study = _study_or_404(slug)
         _require_finished(study)
         query = LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         metric, weight_offset = query.validated_data["metric"], query.validated_data["n0"]
-        board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
-        response = Response(LeaderboardSerializer(board).data)
+        board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset, kind=self.kind)
+        response = Response(self.board_serializer(board).data)
         if request.accepted_renderer.format == "csv":
-            filename = f"{study.slug}-leaderboard-{metric}-n0-{weight_offset:g}.csv"
+            filename = f"{study.slug}-{self.download_name}-{metric}-n0-{weight_offset:g}.csv"
             response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
@@ -607,3 +678,219 @@ class CardView(MetricsErrors, APIView):
             }
             return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Retry-After": str(wait)})
         return Response(card_json_data(card))
+
+
+# --- judges ----------------------------------------------------------------------------------------
+
+
+def _own_judge(request, judge_id: int) -> Submission:
+    return _own_submission(request, judge_id, kind=Kind.JUDGE)
+
+
+class JudgeJSONParser(SubmissionJSONParser):
+    """JSON of at most 16 MiB: the decisions of 200,000 pairs."""
+
+    max_bytes = services.MAX_JUDGE_BYTES
+
+    def too_large(self, size: int) -> str:
+        return (
+            f"the request body is larger than {self.limit():,} bytes (16 MiB); upload the decisions as a CSV file "
+            "(pair,decision), which takes a third of the space"
+        )
+
+
+def _judge_submitted(request) -> dict:
+    """judge_name, description, data and source_format of a JSON or multipart judge."""
+    if request.content_type.startswith("multipart/form-data"):
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ServiceError(
+                "no file received: send the CSV or JSONL as the multipart form field 'file' (with judge_name), "
+                "or send JSON with judge_name and decisions"
+            )
+        data = services.judge_file_read(upload)
+        serializer = JudgeUploadSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return {**_named(serializer.validated_data), "data": data, "source_format": "file"}
+    serializer = JudgeCreateSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return {
+        **_named(serializer.validated_data),
+        "data": serializer.validated_data["decisions"],
+        "source_format": "json",
+    }
+
+
+def _named(fields: dict) -> dict:
+    return {"judge_name": fields["judge_name"], "description": fields["description"]}
+
+
+class _Listing:
+    """A judge pair listing as the paginator slices it: one query per page (``JudgePairs.rows``)."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+
+    def __len__(self) -> int:
+        return self.pairs.count
+
+    def __getitem__(self, window: slice) -> list[dict]:
+        return self.pairs.rows(window.start or 0, window.stop)
+
+
+class JudgePairsView(MetricsErrors, GenericAPIView):
+    """The pairs a judge decides: every pair the crowd voted on in a finished study, numbered, with the
+    items as shown (left, right) and their tokens; no votes."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = JudgePairSerializer
+
+    @extend_schema(
+        summary="The pairs of a finished study for a judge to decide (numbered; items and tokens, no votes)",
+        operation_id="studies_judge_pairs_list",
+        tags=["model owners"],
+        responses={
+            200: JudgePairSerializer(many=True),
+            **OWNER_ERRORS,
+            404: error_response("No such study."),
+            409: error_response("The study has not finished."),
+        },
+    )
+    def get(self, request, slug: str):
+        page = self.paginate_queryset(_Listing(judge_pair_listing(study=_study_or_404(slug))))
+        return self.get_paginated_response(JudgePairSerializer(page, many=True).data)
+
+
+class JudgeCreateView(MetricsErrors, APIView):
+    """Submit a judge's decisions on a finished study's pairs; small judges are evaluated at once."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [JudgeJSONParser, MultiPartParser]
+    throttle_classes = [UserThrottle]
+    throttle_scope = "submissions"
+
+    @extend_schema(
+        summary="Submit a judge's decisions (JSON rows, or a CSV or JSONL file); evaluated at once or in the background",
+        operation_id="studies_judges_create",
+        tags=["model owners"],
+        request={"application/json": JudgeCreateSerializer, "multipart/form-data": JudgeUploadSerializer},
+        responses={
+            201: OpenApiResponse(JudgeCreatedSerializer, description="Stored and evaluated."),
+            202: OpenApiResponse(
+                JudgeCreatedSerializer, description="Stored; the evaluation runs in the background."
+            ),
+            400: error_response(
+                "Bad rows (listed in errors: unknown pairs, duplicates, decisions that are not one, ties in a study "
+                "without ties), too low a coverage, or missing fields; nothing was stored."
+            ),
+            **OWNER_ERRORS,
+            404: error_response("No such study."),
+            409: error_response(
+                "The study has not finished, you already used this name for a model or a judge, or your judges are "
+                "used up."
+            ),
+            413: error_response("The file or request is larger than 16 MiB."),
+            500: error_response(
+                "The evaluation failed on our side: a plain message with a reference; submit again."
+            ),
+        },
+    )
+    def post(self, request, slug: str):
+        study = _study_or_404(slug)
+        judge = services.judge_create(study=study, owner=request.user, **_judge_submitted(request))
+        return _created(judge, JudgeCreatedSerializer, "judge_name", "decided")
+
+
+class JudgeListView(MetricsErrors, GenericAPIView):
+    """The owner's own judges, newest first."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = JudgeSerializer
+
+    @extend_schema(
+        summary="Your judges, newest first",
+        operation_id="judges_list",
+        tags=["model owners"],
+        responses={200: JudgeSerializer(many=True), **OWNER_ERRORS},
+    )
+    def get(self, request):
+        page = self.paginate_queryset(submissions_of(owner=request.user, kind=Kind.JUDGE))
+        return self.get_paginated_response(JudgeSerializer(page, many=True).data)
+
+
+class JudgeDetailView(MetricsErrors, APIView):
+    """One of the owner's judges, with its evaluation at the study's defaults once it is done."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        summary="One of your judges: status, progress, coverage and, once done, its evaluation",
+        operation_id="judges_retrieve",
+        tags=["model owners"],
+        responses={
+            200: JudgeDetailSerializer,
+            **OWNER_ERRORS,
+            404: error_response("Not one of your judges."),
+        },
+    )
+    def get(self, request, judge_id: int):
+        judge = _own_judge(request, judge_id)
+        context = {
+            "evaluation": _default_evaluation(judge),
+            "test_part": services.test_part_summary(submission=judge),
+        }
+        return Response(JudgeDetailSerializer(judge, context=context).data)
+
+
+class JudgeEvaluationView(MetricsErrors, APIView):
+    """The evaluation of one of the owner's judges at another n0 and K (stored once computed)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        summary="The evaluation of one of your judges for another n0 and K",
+        operation_id="judges_evaluation_retrieve",
+        tags=["model owners"],
+        parameters=[EvaluationQuerySerializer],
+        responses={
+            200: JudgeEvaluationSerializer,
+            400: error_response("n0 (from -0.9 to 1,000,000) or K out of range."),
+            **OWNER_ERRORS,
+            404: error_response("Not one of your judges."),
+            409: error_response("The evaluation at the defaults has not finished, or it failed."),
+        },
+    )
+    def get(self, request, judge_id: int):
+        return _evaluation_answer(request, _own_judge(request, judge_id), JudgeEvaluationSerializer)
+
+
+class JudgeLeaderboardView(LeaderboardView):
+    """Every judge of a finished study by one coefficient of its ranking, with its agreement and verdict."""
+
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, JudgeLeaderboardCsvRenderer]
+    kind = Kind.JUDGE
+    board_serializer = JudgeLeaderboardSerializer
+    download_name = "judges-leaderboard"
+
+    @extend_schema(
+        summary="The judges' leaderboard: judges by a coefficient of their ranking, with κ, majority accuracy and "
+        "the verdict (?format=csv)",
+        operation_id="studies_judges_leaderboard_retrieve",
+        tags=["public"],
+        auth=[],
+        parameters=[
+            LeaderboardQuerySerializer,
+            OpenApiParameter(
+                "format", OpenApiTypes.STR, enum=["json", "csv"], description="csv: download as a CSV file."
+            ),
+        ],
+        responses={
+            (200, "application/json"): JudgeLeaderboardSerializer,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="One row per judge."),
+            400: error_response("Unknown metric, or an n0 the leaderboard does not offer."),
+            404: error_response("No such study."),
+            409: error_response("The study has not finished."),
+        },
+    )
+    def get(self, request, slug: str):
+        return self.board(request, slug)

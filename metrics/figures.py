@@ -23,7 +23,7 @@ from collection.models import Study
 from collection.parts import has_hidden_part, hidden_mask
 from metrics.evaluation import coefficients_by_stratum, evaluate
 from metrics.metrology import bootstrap_scores, chance_level
-from metrics.models import Part, StudyFigure, Submission
+from metrics.models import Kind, Part, StudyFigure, Submission
 from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
 
 DEFAULT_WEIGHT_OFFSET = 2.0  # n0 of the paper, and of every figure that does not ask for another
@@ -172,25 +172,33 @@ def submission_area_coefficients(*, submission: Submission, weight_offset: float
     part = owner_part(study)
 
     def compute():
-        human = np.where(part_mask(study, part), final_scores(study=study), np.nan)
-        item_area = arrays.item_areas(study_id=study.pk)
-        names = dict(study.areas.values_list("pk", "name"))
-        by_area = coefficients_by_stratum(
-            model_scores(submission),
-            human,
-            item_area,
-            weight_offset=weight_offset,
-            human_replicates=study_replicates(study=study, store=store),
-        )
-        return sorted(
-            ({"area": names.get(area, str(area)), **entry} for area, entry in by_area.items()),
-            key=lambda entry: entry["area"],
+        return area_coefficients(
+            study=study, scores=model_scores(submission), part=part, weight_offset=weight_offset, store=store
         )
 
     parameters = {"submission": submission.pk, "n0": weight_offset, "version": AREA_VERSION}
     if part != Part.ALL:
         parameters["part"] = part
     return cached(study, "areas", parameters, compute, store=store)
+
+
+def area_coefficients(*, study: Study, scores: np.ndarray, part: str, weight_offset: float, store: bool = True) -> list:
+    """``evaluation.coefficients_by_stratum`` of ``scores`` (by item index) against the study's final
+    scores of the items of ``part``, per semantic area, sorted by area name."""
+    human = np.where(part_mask(study, part), final_scores(study=study), np.nan)
+    item_area = arrays.item_areas(study_id=study.pk)
+    names = dict(study.areas.values_list("pk", "name"))
+    by_area = coefficients_by_stratum(
+        scores,
+        human,
+        item_area,
+        weight_offset=weight_offset,
+        human_replicates=study_replicates(study=study, store=store),
+    )
+    return sorted(
+        ({"area": names.get(area, str(area)), **entry} for area, entry in by_area.items()),
+        key=lambda entry: entry["area"],
+    )
 
 
 def chance_for(*, study: Study, item_count: int, weight_offset: float, store: bool = True) -> dict:
@@ -250,3 +258,47 @@ def submission_result(
     part_items = int(inside.sum())
     result.update(part=str(part), items=part_items, coverage=result["covered"] / part_items)
     return result
+
+
+def result_for(
+    *,
+    submission: Submission,
+    weight_offset: float,
+    top_k: int,
+    part: str = Part.ALL,
+    store: bool = True,
+    progress=None,
+) -> dict:
+    """The result of a model (``submission_result``) or of a judge (``metrics.judges.judge_result``, whose
+    ``ranking`` is a model's result) for this n0, K and part."""
+    if submission.kind == Kind.JUDGE:
+        from metrics.judges import judge_result  # it imports this module
+
+        return judge_result(
+            study=submission.study,
+            decisions=judge_decisions(submission),
+            weight_offset=weight_offset,
+            top_k=top_k,
+            part=part,
+            store=store,
+            progress=progress,
+        )
+    return submission_result(
+        submission=submission,
+        weight_offset=weight_offset,
+        top_k=top_k,
+        part=part,
+        store=store,
+        progress=progress,
+    )
+
+
+def ranking_of(submission: Submission, result: dict) -> dict:
+    """The part of a result that ranks the items (the leaderboard's standing): a model's whole result, a
+    judge's ``ranking``."""
+    return result["ranking"] if submission.kind == Kind.JUDGE else result
+
+
+def judge_decisions(submission: Submission) -> np.ndarray:
+    """A judge's decisions by pair index: 1 left, 0 right, 0.5 tie, NaN undecided."""
+    return np.array(submission.decisions, dtype=np.float64)  # None becomes NaN

@@ -29,6 +29,26 @@ class SubmissionForm(forms.Form):
     )
 
 
+class JudgeForm(forms.Form):
+    judge_name = forms.CharField(
+        max_length=100,
+        help_text="Unique among your models and judges for this study; shown on the judges' leaderboard.",
+    )
+    description = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Optional: the judge (a model, a prompt, a person), its version and how it decided.",
+    )
+    # An empty file reaches the service, whose message says which header the CSV needs.
+    file = forms.FileField(
+        label="Decisions (CSV or JSONL)",
+        allow_empty_file=True,
+        help_text='UTF-8, at most 16 MiB: a CSV with the header pair,decision, or JSONL, one {"pair": 1, '
+        '"decision": "left"} per line. A decision is left, right or tie.',
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.jsonl,text/csv,application/jsonl"}),
+    )
+
+
 class EvaluationSettingsForm(forms.Form):
     """n0 and K of an evaluation, read from the query string (GET)."""
 

@@ -20,11 +20,12 @@ from metrics.figures import (
     part_mask,
     part_top_k,
     ranked_part,
+    ranking_of,
     replicate_count,
+    result_for,
     submission_area_coefficients,
-    submission_result,
 )
-from metrics.models import Part, Standing, Submission
+from metrics.models import Evaluation, Kind, Part, Standing, Submission
 from metrics.selectors import model_scores, study_votes
 from scoring.selectors import study_crowd
 
@@ -54,10 +55,16 @@ def has_plain_chance(coefficients: dict) -> bool:
 
 
 def leaderboard_for(
-    *, study: Study, metric: str = "tau_w", weight_offset: float = DEFAULT_WEIGHT_OFFSET
+    *,
+    study: Study,
+    metric: str = "tau_w",
+    weight_offset: float = DEFAULT_WEIGHT_OFFSET,
+    kind: str = Kind.MODEL,
 ) -> dict:
-    """Every evaluated submission of the study ranked by ``metric``, with paired-bootstrap intervals and
-    ranks (``metrics.evaluation.leaderboard``).
+    """Every evaluated submission of ``kind`` of the study (models, or judges by their ranking) ranked by
+    ``metric``, with paired-bootstrap intervals and ranks (``metrics.evaluation.leaderboard``). A judge's
+    row adds its agreement with the crowd and its verdict (``judge``), from its evaluation on the part
+    ranked at the study's defaults.
 
     In a study that keeps a hidden test part, every figure of a row is over the test part alone (the
     public development part can be fitted), apart from ``areas``, which is over each area's development
@@ -70,7 +77,7 @@ def leaderboard_for(
     part = ranked_part(study)
     top_k = part_top_k(study, part)
     submissions = list(
-        Submission.objects.filter(study=study, status=Submission.Status.DONE)
+        Submission.objects.filter(study=study, kind=kind, status=Submission.Status.DONE)
         .select_related("study", "owner", "seal")
         .order_by("created_at")
     )
@@ -83,8 +90,11 @@ def leaderboard_for(
     entries, details, owners = [], {}, {}
     for submission in submissions:  # one per model
         standing = stored.get(submission.pk) or standing_values(
-            submission_result(
-                submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=False
+            ranking_of(
+                submission,
+                result_for(
+                    submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, store=False
+                ),
             )
         )
         name = f"{submission.model_name} ({submission.owner.get_username()})"
@@ -107,17 +117,20 @@ def leaderboard_for(
             "coverage": submission.coverage,
             "submitted_at": submission.created_at.isoformat(),
             "metrics": coefficients,
-            # Where a model is weak: its coefficients on each semantic area's items (§2.1-2.2).
-            "areas": submission_area_coefficients(
-                submission=submission, weight_offset=weight_offset, store=False
-            ),
         }
+        if kind == Kind.MODEL:
+            # Where a model is weak: its coefficients on each semantic area's items (§2.1-2.2).
+            details[name]["areas"] = submission_area_coefficients(
+                submission=submission, weight_offset=weight_offset, store=False
+            )
+        else:
+            details[name]["judge"] = judge_summary(submission=submission, part=part, top_k=top_k)
     rows = leaderboard(entries, metric) if entries else []
     # Every submission counts: an owner's variants are all their models for the study, whatever became
     # of them (but for one that failed on our side), and each of their rows gets an interval widened
     # for that many (Bonferroni).
     variants = dict(
-        Submission.objects.filter(study=study)
+        Submission.objects.filter(study=study, kind=kind)
         .exclude(status=Submission.Status.FAILED)
         .values_list("owner")
         .annotate(count=Count("pk"))
@@ -131,7 +144,9 @@ def leaderboard_for(
         row["interval_adjusted"] = variant_adjusted_interval(
             row["value"], replicates_of[row["name"]], owner_variants
         )
-    listed = Submission.objects.filter(study=study).select_related("owner").order_by("created_at", "pk")
+    listed = (
+        Submission.objects.filter(study=study, kind=kind).select_related("owner").order_by("created_at", "pk")
+    )
     return {
         "study": study.slug,
         "metric": metric,
@@ -157,6 +172,31 @@ def leaderboard_for(
     }
 
 
+def judge_summary(*, submission: Submission, part: str, top_k: int) -> dict:
+    """A judge's agreement with the crowd (majority accuracy, κ with the crowd's own as its ceiling) and
+    its verdict, aggregates over ``part`` at the study's defaults: its stored evaluation, or computed for
+    this response without storing it."""
+    evaluation = Evaluation.objects.filter(
+        submission=submission, part=part, weight_offset=DEFAULT_WEIGHT_OFFSET, top_k=top_k
+    ).first()
+    result = (
+        evaluation.result
+        if evaluation is not None
+        else result_for(
+            submission=submission, weight_offset=DEFAULT_WEIGHT_OFFSET, top_k=top_k, part=part, store=False
+        )
+    )
+    agreement = result["agreement"]
+    return {
+        "pairs": result["pairs"],
+        "decided": result["decided"],
+        "majority": agreement["majority"],
+        "kappa": agreement["kappa"],
+        "side": agreement["side"],
+        "verdict": result["verdict"],
+    }
+
+
 def annotator_view(*, study: Study) -> dict:
     """Each submitted model's agreement with each annotator's decisive votes (Welty Tables 2-3).
 
@@ -171,7 +211,7 @@ def annotator_view(*, study: Study) -> dict:
         chosen, rejected, annotator = chosen[public], rejected[public], annotator[public]
     models = {
         f"{s.model_name} ({s.owner.get_username()})": model_scores(s)
-        for s in Submission.objects.filter(study=study)
+        for s in Submission.objects.filter(study=study, kind=Kind.MODEL)
         .exclude(status=Submission.Status.FAILED)  # failed on our side: a retry may carry its name
         .select_related("owner")
         .order_by("created_at")

@@ -49,8 +49,10 @@ __all__ = [
     "replicate_scores",
     "reproducibility",
     "resolution",
+    "half_ranking_scores",
     "spearman_brown",
     "split_half_reliability",
+    "split_halves",
 ]
 
 
@@ -219,6 +221,27 @@ def spearman_brown(half_correlation: float) -> float:
     return 2.0 * r / (1.0 + r)
 
 
+def split_halves(annotator_count: int, rng: np.random.Generator, splits: int) -> np.ndarray:
+    """``splits`` × A booleans: True for the annotators of the first half of each split, a random
+    ⌊A/2⌋ of them (one ``rng.permutation(A)`` per split, in order)."""
+    halves = np.zeros((splits, annotator_count), dtype=bool)
+    for split in range(splits):  # a loop over splits, not votes
+        halves[split, rng.permutation(annotator_count)[: annotator_count // 2]] = True
+    return halves
+
+
+def half_ranking_scores(
+    ballots: list[BallotVotes], item_count: int, multiplicities: list[np.ndarray]
+) -> np.ndarray:
+    """R × N keys that rank each re-weighting of the votes by (last ballot reached, ȳ): the scores of
+    ``replicate_scores`` (Eq. 1, 5, 6) plus 10 per ballot the item reached (NaN: not measured)."""
+    reached = np.zeros(item_count)
+    for number, ballot in enumerate(ballots, start=1):
+        reached[ballot.items] = number
+    # Scores stay within a few units of [0, 1] (Eq. 6: y ≤ 1 since b ≥ 0); 10 per ballot keeps tiers apart.
+    return replicate_scores(ballots, item_count, multiplicities) + 10.0 * reached
+
+
 def split_half_reliability(
     ballots: list[BallotVotes],
     item_count: int,
@@ -245,17 +268,11 @@ def split_half_reliability(
         raise ValueError("split-half reliability needs at least two annotators")
     if splits < 1:
         raise ValueError(f"splits must be at least 1, got {splits}")
-    halves = np.zeros((splits, annotator_count), dtype=bool)
-    for split in range(splits):
-        halves[split, rng.permutation(annotator_count)[: annotator_count // 2]] = True
+    halves = split_halves(annotator_count, rng, splits)
     first = [halves[:, ballot.annotator].astype(np.float64) for ballot in ballots]
     second = [1.0 - m for m in first]
-    reached = np.zeros(item_count)
-    for number, ballot in enumerate(ballots, start=1):
-        reached[ballot.items] = number
-    # Scores stay within a few units of [0, 1] (Eq. 6: y ≤ 1 since b ≥ 0); 10 per ballot keeps tiers apart.
-    scores_first = replicate_scores(ballots, item_count, first) + 10.0 * reached
-    scores_second = replicate_scores(ballots, item_count, second) + 10.0 * reached
+    scores_first = half_ranking_scores(ballots, item_count, first)
+    scores_second = half_ranking_scores(ballots, item_count, second)
     first_ballot = replicate_scores(ballots[:1], item_count, first[:1])
     second_ballot = replicate_scores(ballots[:1], item_count, second[:1])
     rho = np.full(splits, np.nan)

@@ -14,11 +14,22 @@ from django.utils import timezone
 from common.numbers import FiniteJSONEncoder
 
 
-class Submission(models.Model):
-    """A model owner's scores of one study's items, stored once and never changed.
+class Kind(models.TextChoices):
+    """What a submission is: a model's scores of the items, or a judge's decisions on the crowd's pairs."""
 
-    ``scores`` holds one entry per item of the study, in item index order: the submitted score, or
-    None for an item the submission does not cover. Higher scores mean more related.
+    MODEL = "model", "model"
+    JUDGE = "judge", "judge"
+
+
+class Submission(models.Model):
+    """A model owner's scores of one study's items, or a judge's decisions on its pairs, stored once and
+    never changed.
+
+    A model (``kind`` "model") holds ``scores``: one entry per item of the study, in item index order,
+    the submitted score or None for an item it does not cover; higher scores mean more related.
+    A judge (``kind`` "judge") holds ``decisions``: one entry per judge pair (``metrics.judges``) in pair
+    order (pair 1 is index 0): 1 the left item as listed is more related, 0 the right one, 0.5 a tie,
+    None undecided. ``covered`` and ``coverage`` count the scored items, or the decided pairs.
 
     ``failed`` means failed on our side (a server error while evaluating it): such a submission holds
     neither its name nor a seal, and does not count against the owner's variants.
@@ -32,12 +43,20 @@ class Submission(models.Model):
 
     study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="submissions")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    kind = models.CharField(max_length=5, choices=Kind.choices, default=Kind.MODEL)
+    # A judge's name too: one namespace of names per owner and study, which seals share.
     model_name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
-    scores = models.JSONField(encoder=FiniteJSONEncoder)
-    covered = models.PositiveIntegerField(help_text="Items with a score.")
-    coverage = models.FloatField(help_text="covered / items of the study")
-    source_format = models.CharField(max_length=10, help_text="json or csv")
+    scores = models.JSONField(encoder=FiniteJSONEncoder, null=True, blank=True)
+    decisions = models.JSONField(
+        encoder=FiniteJSONEncoder,
+        null=True,
+        blank=True,
+        help_text="A judge's: 1 left, 0 right, 0.5 tie, null.",
+    )
+    covered = models.PositiveIntegerField(help_text="Items with a score, or pairs with a decision.")
+    coverage = models.FloatField(help_text="covered / items of the study (a judge: / pairs)")
+    source_format = models.CharField(max_length=10, help_text="json or csv (a judge: json, csv or jsonl)")
     created_at = models.DateTimeField(auto_now_add=True)
     # The evaluation at the study's default settings (n0 = 2, K from the study), with its progress.
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -64,10 +83,22 @@ class Submission(models.Model):
             models.CheckConstraint(
                 condition=Q(coverage__gte=0) & Q(coverage__lte=1), name="submission_coverage_in_0_1"
             ),
+            models.CheckConstraint(
+                condition=Q(kind__in=Kind.values),
+                name="submission_kind_known",
+                violation_error_message="A submission is a model or a judge.",
+            ),
+            # A model holds scores and no decisions, a judge decisions and no scores.
+            models.CheckConstraint(
+                condition=Q(kind=Kind.MODEL, scores__isnull=False, decisions__isnull=True)
+                | Q(kind=Kind.JUDGE, scores__isnull=True, decisions__isnull=False),
+                name="submission_kind_holds_its_data",
+                violation_error_message="A model holds scores, a judge decisions.",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.model_name} on {self.study_id}"
+        return f"{self.kind} {self.model_name} on {self.study_id}"
 
 
 class Seal(models.Model):
@@ -76,8 +107,11 @@ class Seal(models.Model):
 
     study = models.ForeignKey("collection.Study", on_delete=models.CASCADE, related_name="seals")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="seals")
+    kind = models.CharField(
+        max_length=5, choices=Kind.choices, default=Kind.MODEL, help_text="What it seals: a model or a judge."
+    )
     model_name = models.CharField(max_length=100)
-    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the scores file, 64 hexadecimal digits.")
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the file, 64 hexadecimal digits.")
     sealed_at = models.DateTimeField(auto_now_add=True)
     study_status = models.CharField(max_length=10, help_text="The study's status when the seal was made.")
 
@@ -88,6 +122,7 @@ class Seal(models.Model):
                 fields=["study", "owner", "model_name"], name="seal_model_unique_per_owner"
             ),
             models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="seal_sha256_hex"),
+            models.CheckConstraint(condition=Q(kind__in=Kind.values), name="seal_kind_known"),
         ]
 
     def __str__(self) -> str:

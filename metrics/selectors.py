@@ -16,7 +16,7 @@ from collection import arrays
 from collection.models import Ballot, Item, Study, Vote
 from common.errors import StudyStateError
 from metrics.metrology import BallotVotes
-from metrics.models import Submission
+from metrics.models import Kind, Submission
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,9 @@ def finished_replications(*, study: Study) -> list[Study]:
     return related
 
 
-def submissions_of(*, owner, study: Study | None = None):
-    """A model owner's own submissions, newest first."""
-    queryset = Submission.objects.filter(owner=owner).select_related("study")
+def submissions_of(*, owner, study: Study | None = None, kind: str = Kind.MODEL):
+    """A model owner's own submissions of ``kind`` (models, or judges), newest first."""
+    queryset = Submission.objects.filter(owner=owner, kind=kind).select_related("study")
     return queryset.filter(study=study) if study is not None else queryset
 
 
@@ -113,3 +113,11 @@ def items_for_model_owners(*, study: Study):
             f"study {study.slug!r} is {study.status}: its items are open for models once it has finished"
         )
     return Item.objects.filter(study=study).select_related("token_a", "token_b", "area").order_by("index")
+
+
+def judge_pair_listing(*, study: Study):
+    """The pairs a judge decides (``metrics.judges.judge_pairs``) of a finished study: every pair, in a
+    study with a hidden test part too, as models score every item."""
+    from metrics.judges import judge_pairs  # numbering math stays out of the web process's imports
+
+    return judge_pairs(study=study)

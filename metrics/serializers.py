@@ -17,8 +17,8 @@ from common.serializers import StrictJSONTypes
 from metrics.correlation import MIN_WEIGHT_OFFSET, MIN_WEIGHT_OFFSET_MESSAGE
 from metrics.evaluation import COEFFICIENTS, chance_verdict
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, leaderboard_offsets_text
-from metrics.models import Submission
-from metrics.services import MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
+from metrics.models import Kind, Submission
+from metrics.services import MAX_JUDGE_BYTES, MAX_WEIGHT_OFFSET, MAX_WEIGHT_OFFSET_MESSAGE
 
 UNDEFINED_HELP = (
     "Present when the value is null: why it is undefined, e.g. 'ρ_w is undefined: every score is the same, "
@@ -462,7 +462,12 @@ class AnnotatorViewSerializer(serializers.Serializer):
 
 
 class SealCreateSerializer(serializers.Serializer):
-    model_name = serializers.CharField(max_length=100, help_text="The name the submission will carry.")
+    model_name = serializers.CharField(
+        max_length=100, help_text="The name the submission will carry (a model's or a judge's: they share names)."
+    )
+    kind = serializers.ChoiceField(
+        choices=Kind.choices, required=False, default=Kind.MODEL, help_text="What it seals: a model (default) or a judge."
+    )
     sha256 = serializers.CharField(
         max_length=64,
         help_text="SHA-256 of the scores file you will upload (64 hexadecimal digits: sha256sum scores.csv).",
@@ -472,6 +477,7 @@ class SealCreateSerializer(serializers.Serializer):
 class SealSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     model_name = serializers.CharField()
+    kind = serializers.CharField(help_text="model or judge.")
     sha256 = serializers.CharField()
     sealed_at = serializers.DateTimeField()
     study_status = serializers.CharField(help_text="The study's status when the seal was made.")
@@ -551,3 +557,232 @@ class CardComputingSerializer(serializers.Serializer):
 
 class AuthTokenResponseSerializer(serializers.Serializer):
     token = serializers.CharField(help_text="Send it as the header 'Authorization: Token <token>'.")
+
+
+# --- judges ----------------------------------------------------------------------------------------
+
+
+class JudgePairSerializer(serializers.Serializer):
+    pair = serializers.IntegerField(help_text="The pair number 1 … P to send with its decision.")
+    left_item = serializers.IntegerField(help_text="The item shown on the left (its id).")
+    left_token_a = serializers.CharField()
+    left_token_b = serializers.CharField()
+    right_item = serializers.IntegerField(help_text="The item shown on the right (its id).")
+    right_token_a = serializers.CharField()
+    right_token_b = serializers.CharField()
+
+
+class DecisionRowSerializer(serializers.Serializer):
+    """One decided pair; documentation only (the service checks the rows and names the bad ones)."""
+
+    pair = serializers.IntegerField(help_text="A pair number from judge-pairs/.")
+    decision = serializers.CharField(
+        help_text="left (the left item is more related), right, or tie where the study allows ties; any case. "
+        "1, 0 and 0.5 are read as left, right and tie."
+    )
+
+
+@extend_schema_field(DecisionRowSerializer(many=True))
+class DecisionRowsField(ScoreRowsField):
+    """The rows as sent: the service checks each one and lists the first offending rows."""
+
+
+JUDGE_NAME_HELP = "Unique among your models and judges for this study."
+
+
+class JudgeCreateSerializer(StrictJSONTypes, serializers.Serializer):
+    judge_name = serializers.CharField(max_length=100, help_text=JUDGE_NAME_HELP)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    decisions = DecisionRowsField(help_text='[{"pair": 1, "decision": "left"}, …]')
+
+
+class JudgeUploadSerializer(serializers.Serializer):
+    judge_name = serializers.CharField(max_length=100, help_text=JUDGE_NAME_HELP)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    file = CsvFileField(
+        allow_empty_file=True,  # the service says what an empty file lacks
+        help_text=f"UTF-8, at most {MAX_JUDGE_BYTES // 2**20} MiB: a CSV with the header pair,decision, or JSONL, "
+        'one {"pair": 1, "decision": "left"} per line (told apart by the first character).',
+    )
+
+
+class JudgeSerializer(serializers.ModelSerializer):
+    study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    judge_name = serializers.CharField(source="model_name")
+    decided = serializers.IntegerField(source="covered", help_text="Pairs with a decision.")
+    coverage = serializers.FloatField(help_text="decided / pairs of the study")
+    status = serializers.CharField(help_text=STATUS_HELP)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id",
+            "study",
+            "judge_name",
+            "description",
+            "decided",
+            "coverage",
+            "source_format",
+            "status",
+            "progress",
+            "error",
+            "created_at",
+            "url",
+        ]
+
+    def get_url(self, judge: Submission) -> str:
+        return reverse("metrics-api:judge-detail", args=[judge.pk])
+
+
+class JudgeCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    judge_name = serializers.CharField()
+    decided = serializers.IntegerField(help_text="Pairs with a decision.")
+    coverage = serializers.FloatField(help_text="decided / pairs of the study")
+    status = serializers.CharField(help_text=STATUS_HELP)
+    progress = serializers.IntegerField(help_text="Percent done of the evaluation.")
+    url = serializers.CharField(help_text="Where to follow the evaluation.")
+
+
+class CrowdFigureSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
+
+
+class AgreementFigureSerializer(CrowdFigureSerializer):
+    pairs = serializers.IntegerField(required=False, help_text="Pairs it is over (majority: those with one).")
+    votes = serializers.IntegerField(required=False, help_text="Votes it is over (single annotators, κ).")
+    crowd = CrowdFigureSerializer(help_text="The crowd's own figure: the ceiling of a judge's.")
+
+    def to_representation(self, instance):
+        # Only what was computed: majority counts pairs, the others votes.
+        return {key: value for key, value in super().to_representation(instance).items() if key in instance}
+
+
+class JudgeAgreementSerializer(serializers.Serializer):
+    majority = AgreementFigureSerializer(
+        help_text="Accuracy against the crowd's majority, on the pairs where the crowd has one (pairs)."
+    )
+    single = AgreementFigureSerializer(help_text="Accuracy against single annotators' votes (votes).")
+    kappa = AgreementFigureSerializer(help_text="Cohen's κ against the crowd, beside the crowd's own κ.")
+    side = serializers.DictField(
+        help_text="left_share, p_value, crowd_left_share, biased (bool), sentence: whether it favours a side."
+    )
+
+
+class DisagreementRowSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    comparisons = serializers.IntegerField()
+    disagreement = serializers.FloatField(allow_null=True)
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
+
+
+class DisagreementSerializer(serializers.Serializer):
+    by_area = DisagreementRowSerializer(many=True)
+    by_band = DisagreementRowSerializer(many=True, help_text="The top of the reference ranking against the rest.")
+    by_closeness = DisagreementRowSerializer(many=True, help_text="By how close the crowd's vote was.")
+
+
+class VerdictSerializer(serializers.Serializer):
+    indistinguishable = serializers.BooleanField(
+        help_text="Whether the judge's ranking cannot be told from the crowd's own split-half replicate."
+    )
+    direction = serializers.CharField(help_text="like the crowd, worse than the crowd or better than the crowd.")
+    difference = CrowdFigureSerializer(help_text="The judge's ρ_w minus the crowd's split-half ρ_w, with its interval.")
+    judge_rho_w = serializers.FloatField(allow_null=True)
+    crowd_rho_w = serializers.FloatField(allow_null=True)
+    splits = serializers.IntegerField()
+    share_at_least_crowd = serializers.FloatField(allow_null=True)
+    sentence = serializers.CharField(help_text="The verdict in words, with its confidence.")
+
+
+class JudgeEvaluationSerializer(serializers.Serializer):
+    """A judge's evaluation (``metrics.judges.judge_result``) without its bootstrap replicate values."""
+
+    part = serializers.CharField(help_text="all, or the development part (the owner's) or the test part.")
+    pairs = serializers.IntegerField(help_text="The judge pairs of the part.")
+    decided = serializers.IntegerField()
+    coverage = serializers.FloatField()
+    score_model = serializers.CharField(help_text="The study's score model that turned the decisions into scores.")
+    agreement = JudgeAgreementSerializer()
+    ranking = EvaluationSerializer(help_text="The judge's ranking against the reference, as a model's evaluation.")
+    disagreement = DisagreementSerializer()
+    verdict = VerdictSerializer()
+    areas = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Per-area study only: per area its ρ_w, τ_w, ρ and τ, as a model's areas.",
+    )
+
+    def to_representation(self, instance):
+        # The result as computed: its nested figures are JSON already (finite_or_none).
+        return dict(instance)
+
+
+class JudgeDetailSerializer(JudgeSerializer):
+    evaluation = serializers.SerializerMethodField(
+        help_text="At the study's defaults once done; in a study that keeps a hidden test part, over the "
+        "public development part."
+    )
+    test_part = serializers.SerializerMethodField(
+        help_text="In a study that keeps a hidden test part: the judges' leaderboard figures of this judge on it, "
+        "aggregates over the part, never per pair; null otherwise."
+    )
+
+    class Meta(JudgeSerializer.Meta):
+        fields = [*JudgeSerializer.Meta.fields, "evaluation", "test_part"]
+
+    @extend_schema_field(JudgeEvaluationSerializer(allow_null=True))
+    def get_evaluation(self, judge: Submission) -> dict | None:
+        return self.context.get("evaluation")
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_test_part(self, judge: Submission) -> dict | None:
+        return self.context.get("test_part")
+
+
+class JudgeStandingSerializer(serializers.Serializer):
+    pairs = serializers.IntegerField(help_text="The judge pairs of the part ranked.")
+    decided = serializers.IntegerField()
+    majority = AgreementFigureSerializer(help_text="Accuracy against the crowd's majority.")
+    kappa = AgreementFigureSerializer(help_text="Cohen's κ against the crowd, and the crowd's own (the ceiling).")
+    side = serializers.DictField()
+    verdict = VerdictSerializer()
+
+
+class JudgeLeaderboardRowSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text='"judge_name (owner)": how other rows refer to this one.')
+    judge_name = serializers.CharField(source="model_name")
+    owner = serializers.CharField()
+    value = serializers.FloatField(allow_null=True, help_text="The chosen coefficient of the judge's ranking.")
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True)
+    rank = serializers.IntegerField(allow_null=True, help_text="1 + the number of judges significantly better.")
+    rank_range = serializers.ListField(
+        child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True
+    )
+    indistinguishable_from = serializers.ListField(child=serializers.CharField())
+    coverage = serializers.FloatField(help_text="Decided pairs / pairs.")
+    submitted_at = serializers.DateTimeField()
+    metrics = LeaderboardMetricsSerializer(help_text="ρ_w, τ_w, ρ and τ of the judge's ranking.")
+    sealed_at = serializers.DateTimeField(allow_null=True)
+    sealed_while = serializers.CharField(allow_null=True)
+    variants = serializers.IntegerField(help_text="How many judges the owner submitted for this study.")
+    interval_adjusted = serializers.ListField(
+        child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True
+    )
+    judge = JudgeStandingSerializer(help_text="Agreement with the crowd and the verdict, on the part ranked.")
+
+
+class JudgeLeaderboardSubmissionSerializer(serializers.Serializer):
+    judge_name = serializers.CharField(source="model_name")
+    owner = serializers.CharField()
+    status = serializers.CharField(help_text="pending, running, done or failed.")
+    submitted_at = serializers.DateTimeField()
+
+
+class JudgeLeaderboardSerializer(LeaderboardSerializer):
+    rows = JudgeLeaderboardRowSerializer(many=True)
+    submissions = JudgeLeaderboardSubmissionSerializer(
+        many=True, help_text="Every judge submitted for the study, oldest first, whatever became of it."
+    )

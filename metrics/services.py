@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import logging
 import math
 import re
@@ -36,11 +37,12 @@ from metrics.figures import (
     part_mask,
     part_top_k,
     ranked_part,
+    ranking_of,
+    result_for,
     submission_area_coefficients,
-    submission_result,
 )
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
-from metrics.models import Evaluation, Part, Seal, Standing, Submission
+from metrics.models import Evaluation, Kind, Part, Seal, Standing, Submission
 
 logger = logging.getLogger(__name__)
 
@@ -259,10 +261,13 @@ def submission_parse(*, study: Study, data, source_format: str) -> np.ndarray:
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def seal_create(*, study: Study, owner, model_name: str, sha256: str) -> Seal:
-    """Commit to a scores file before showing it: its SHA-256 for ``model_name``, at any state of the
-    study (before it finishes, no final ranking has been published). The submission of that model name
-    must then be the file itself (``submission_create``). A seal takes one of the owner's variants."""
+def seal_create(*, study: Study, owner, model_name: str, sha256: str, kind: str = Kind.MODEL) -> Seal:
+    """Commit to a scores (or a judge's decisions) file before showing it: its SHA-256 for ``model_name``,
+    at any state of the study (before it finishes, no final ranking has been published). The submission
+    of that name must then be the file itself (``submission_create``, ``judge_create``). A seal takes one
+    of the owner's variants of its ``kind``; models and judges share the owner's names."""
+    if kind not in Kind.values:
+        raise ServiceError(f"kind must be model or judge, got {kind!r}")
     model_name = _model_name(model_name)
     digest = str(sha256 or "").strip().lower()
     if not _SHA256.fullmatch(digest):
@@ -271,42 +276,54 @@ def seal_create(*, study: Study, owner, model_name: str, sha256: str) -> Seal:
         )
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()
-        if Seal.objects.filter(study=study, owner=owner, model_name=model_name).exists():
+        sealed = Seal.objects.filter(study=study, owner=owner, model_name=model_name).first()
+        if sealed is not None:
             raise StudyStateError(
-                f"you already sealed a model named {model_name!r} for this study; seals are kept"
+                f"you already sealed a {sealed.kind} named {model_name!r} for this study; seals are kept"
             )
-        submitted = Submission.objects.filter(study=study, owner=owner, model_name=model_name)
-        if submitted.exclude(status=Submission.Status.FAILED).exists():
+        submitted = (
+            Submission.objects.filter(study=study, owner=owner, model_name=model_name)
+            .exclude(status=Submission.Status.FAILED)
+            .first()
+        )
+        if submitted is not None:
             raise StudyStateError(
-                f"you already submitted a model named {model_name!r}: a seal comes before it"
+                f"you already submitted a {submitted.kind} named {model_name!r}: a seal comes before it"
             )
-        _check_variants(study, owner)
+        _check_variants(study, owner, kind=kind)
         return Seal.objects.create(
-            study=study, owner=owner, model_name=model_name, sha256=digest, study_status=study.status
+            study=study,
+            owner=owner,
+            kind=kind,
+            model_name=model_name,
+            sha256=digest,
+            study_status=study.status,
         )
 
 
-def _model_name(model_name) -> str:
+def _model_name(model_name, *, field: str = "model_name") -> str:
     model_name = " ".join(str(model_name or "").split())
     if not model_name or len(model_name) > 100:
-        raise ServiceError("model_name must be 1 to 100 characters long")
+        raise ServiceError(f"{field} must be 1 to 100 characters long")
     return model_name
 
 
-def _check_variants(study: Study, owner, *, revealing: Seal | None = None) -> None:
-    """Refuse past the study's cap of variants per owner: submissions and seals not yet revealed (the one
-    being revealed aside) count, whatever became of them, but for a submission that failed on our side.
-    Call with the study's row locked."""
+def _check_variants(study: Study, owner, *, kind: str = Kind.MODEL, revealing: Seal | None = None) -> None:
+    """Refuse past the study's cap of variants per owner, counted per kind (models, judges): submissions
+    and seals not yet revealed (the one being revealed aside) count, whatever became of them, but for a
+    submission that failed on our side. Call with the study's row locked."""
     submitted = (
-        Submission.objects.filter(study=study, owner=owner).exclude(status=Submission.Status.FAILED).count()
+        Submission.objects.filter(study=study, owner=owner, kind=kind)
+        .exclude(status=Submission.Status.FAILED)
+        .count()
     )
-    sealed = Seal.objects.filter(study=study, owner=owner, submission__isnull=True)
+    sealed = Seal.objects.filter(study=study, owner=owner, kind=kind, submission__isnull=True)
     if revealing is not None:
         sealed = sealed.exclude(pk=revealing.pk)
     used = submitted + sealed.count()
     if used >= study.max_variants_per_owner:
         raise StudyStateError(
-            f"you have submitted {used} model{'s' if used != 1 else ''} for this study, its limit per owner "
+            f"you have submitted {used} {kind}{'s' if used != 1 else ''} for this study, its limit per owner "
             f"({study.max_variants_per_owner}); every submission counts, sealed, pending or evaluated (not one that "
             "failed on our side), so that the leaderboard can say how many variants each owner tried"
         )
@@ -330,9 +347,7 @@ def submission_create(
         raise StudyStateError(
             f"study {study.slug!r} is {study.status}: models are evaluated against its final ranking, once it has finished"
         )
-    seal = Seal.objects.filter(study=study, owner=owner, model_name=model_name).first()
-    if seal is not None:
-        _check_seal(seal, data, source_format)
+    seal = _seal_of(study, owner, model_name, data, kind=Kind.MODEL)
     scores = submission_parse(study=study, data=data, source_format=source_format)
     covered = int(np.isfinite(scores).sum())
     coverage = covered / scores.size
@@ -347,28 +362,42 @@ def submission_create(
             f"the submission scores {covered} of {scores.size} items ({coverage:.1%}); this study needs at least "
             f"{study.minimum_coverage:.0%} and two items"
         )
+    submission = _submission_store(
+        seal=seal,
+        study=study,
+        owner=owner,
+        kind=Kind.MODEL,
+        model_name=model_name,
+        description=description or "",
+        scores=[finite_or_none(value) for value in scores],
+        covered=covered,
+        coverage=coverage,
+        source_format=source_format,
+    )
+    return _evaluated_now_or_later(submission, size=covered, at_once=SYNC_EVALUATION_ITEMS)
+
+
+def _submission_store(*, study: Study, owner, kind: str, seal: Seal | None, **fields) -> Submission:
+    """Create a submission (a model or a judge) with the study's row locked, so that two submissions of
+    one owner at once cannot both pass the cap of its kind; a name taken is a 409."""
     try:
         with transaction.atomic():
-            # The study's row locked: two submissions of one owner at once cannot both pass the cap.
             Study.objects.select_for_update().filter(pk=study.pk).first()
-            _check_variants(study, owner, revealing=seal)
-            submission = Submission.objects.create(
-                seal=seal,
-                study=study,
-                owner=owner,
-                model_name=model_name,
-                description=description or "",
-                scores=[finite_or_none(value) for value in scores],
-                covered=covered,
-                coverage=coverage,
-                source_format=source_format,
-            )
+            _check_variants(study, owner, kind=kind, revealing=seal)
+            return Submission.objects.create(seal=seal, study=study, owner=owner, kind=kind, **fields)
     except IntegrityError:
+        taken = Submission.objects.filter(study=study, owner=owner, model_name=fields["model_name"]).first()
+        taken_kind = taken.kind if taken is not None else kind
+        shared = "" if taken_kind == kind else " (models and judges share your names)"
         raise StudyStateError(
-            f"you already submitted a model named {model_name!r} for this study; submissions are never replaced, "
-            "so choose another name"
+            f"you already submitted a {taken_kind} named {fields['model_name']!r} for this study{shared}; "
+            "submissions are never replaced, so choose another name"
         ) from None
-    if covered <= SYNC_EVALUATION_ITEMS:
+
+
+def _evaluated_now_or_later(submission: Submission, *, size: int, at_once: int) -> Submission:
+    """Evaluate at once when ``size`` is at most ``at_once``, else in a task after the commit."""
+    if size <= at_once:
         submission_evaluate(submission_id=submission.pk)
         submission.refresh_from_db()
     else:
@@ -376,8 +405,21 @@ def submission_create(
     return submission
 
 
-def _check_seal(seal: Seal, data, source_format: str) -> None:
-    """A sealed model is revealed by uploading the sealed file itself: its SHA-256 must match."""
+def _seal_of(study: Study, owner, model_name: str, data, *, kind: str) -> Seal | None:
+    """The owner's seal of this name, checked against the file being revealed; None if none."""
+    seal = Seal.objects.filter(study=study, owner=owner, model_name=model_name).first()
+    if seal is not None:
+        _check_seal(seal, data, kind)
+    return seal
+
+
+def _check_seal(seal: Seal, data, kind: str) -> None:
+    """A sealed model (or judge) is revealed by uploading the sealed file itself: its SHA-256 must match."""
+    if seal.kind != kind:
+        raise StudyStateError(
+            f"you sealed {seal.model_name!r} as a {seal.kind} on {seal.sealed_at:%Y-%m-%d %H:%M} UTC: submit it as "
+            f"a {seal.kind}, or choose another name for this {kind}"
+        )
     if not isinstance(data, bytes | bytearray):
         raise ServiceError(
             f"you sealed {seal.model_name!r} on {seal.sealed_at:%Y-%m-%d %H:%M} UTC: upload the sealed file itself "
@@ -390,6 +432,207 @@ def _check_seal(seal: Seal, data, source_format: str) -> None:
             f"{seal.sealed_at:%Y-%m-%d %H:%M} UTC holds {seal.sha256}: upload the very file you sealed; nothing "
             "was stored"
         )
+
+
+# --- judges --------------------------------------------------------------------------------------
+
+# 200,000 pairs as JSONL lines of up to 80 bytes ({"pair": 200000, "decision": "right"} is 39; CSV 13).
+MAX_JUDGE_BYTES = 16 * 1024 * 1024
+SYNC_EVALUATION_PAIRS = 20000  # judges deciding more pairs are evaluated by a Celery task
+DECISIONS = {"left": 1.0, "right": 0.0, "tie": 0.5, "1": 1.0, "0": 0.0, "0.5": 0.5}
+DECISION_HINT = "write left, right or tie (or 1, 0, 0.5)"
+NO_TIES = "this study does not allow ties: decide left or right"
+
+
+def judge_file_read(upload) -> bytes:
+    """The bytes of an uploaded decisions file; a 413 beyond ``MAX_JUDGE_BYTES``, before reading it."""
+    if upload.size > MAX_JUDGE_BYTES:
+        raise _judge_file_too_large(upload.size)
+    return upload.read()
+
+
+def _judge_file_too_large(size: int) -> ServiceError:
+    return ServiceError(
+        f"the file is {size:,} bytes; the limit is {MAX_JUDGE_BYTES:,} bytes (16 MiB): write the decisions as "
+        "CSV (pair,decision), which takes a third of the space of JSONL",
+        status=413,
+    )
+
+
+def _judge_rows(*, data, source_format: str) -> tuple[list[tuple[str, object]], str]:
+    """(where, row) pairs and the format read: JSON rows as sent, or a file told apart by its content,
+    JSONL when its first character is "{", else CSV with the header pair,decision."""
+    if source_format == "json":
+        if not isinstance(data, list):
+            raise ServiceError('"decisions" must be a list of objects like {"pair": 1, "decision": "left"}')
+        return [(f"decisions[{i}]", row) for i, row in enumerate(data)], "json"
+    if len(data) > MAX_JUDGE_BYTES:
+        raise _judge_file_too_large(len(data))
+    try:
+        text = bytes(data).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ServiceError("the file is not UTF-8 text; save it as CSV UTF-8 (or JSONL) and retry") from None
+    if text.lstrip().startswith("{"):
+        rows = []
+        for line, content in enumerate(text.splitlines(), start=1):
+            if not content.strip():
+                continue
+            try:
+                rows.append((f"line {line}", json.loads(content, parse_constant=_no_constant)))
+            except ValueError:
+                rows.append((f"line {line}", None))
+        return rows, "jsonl"
+    reader = csv.DictReader(io.StringIO(text))
+    header = [name.strip().lower() for name in reader.fieldnames or []]
+    if not {"pair", "decision"} <= set(header):
+        raise ServiceError(
+            "the CSV needs a header with the columns pair,decision (or send JSONL: one "
+            '{"pair": 1, "decision": "left"} per line); got '
+            + (", ".join(header) if header else "an empty file")
+        )
+    reader.fieldnames = header
+    return [(f"line {line}", row) for line, row in enumerate(reader, start=2)], "csv"
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a decision")
+
+
+def _pair_number(raw, pair_count: int) -> tuple[int | None, str]:
+    """A pair number 1 … ``pair_count`` from a JSON number or a text cell, and "" when it is one; else
+    None and why not."""
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        return (
+            None,
+            f"pair must be a pair number (a whole number from 1 to {pair_count:,}), got {_shown(raw)}",
+        )
+    text = str(raw).strip()
+    if not text.isdecimal() or len(text) > 12:
+        return (
+            None,
+            f"pair must be a pair number (a whole number from 1 to {pair_count:,}), got {_shown(raw)}",
+        )
+    number = int(text)
+    if not 1 <= number <= pair_count:
+        return None, f"pair {number} is not one of the study's pairs, numbered 1 to {pair_count:,}"
+    return number, ""
+
+
+def _decision(raw) -> float | None:
+    """left/right/tie (any case) or 1/0/0.5 as 1.0, 0.0 or 0.5; None for anything else."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        return float(raw) if raw in (0, 0.5, 1) else None
+    if isinstance(raw, str):
+        text = raw.strip().lower()
+        value = DECISIONS.get(text)
+        if value is None:
+            try:
+                number = float(text)
+            except ValueError:
+                return None
+            return number if number in (0.0, 0.5, 1.0) else None
+        return value
+    return None
+
+
+def judge_parse(*, pair_count: int, ties_allowed: bool, data, source_format: str) -> tuple[np.ndarray, str]:
+    """A judge's decisions by pair index (1 left, 0 right, 0.5 tie, NaN undecided) and the format read,
+    from JSON rows or a CSV/JSONL file; or a ServiceError listing the first offending rows: not an
+    object, unknown pair numbers, duplicates, decisions that are not one, and ties where the study has
+    none, each named by its row."""
+    rows, read_format = _judge_rows(data=data, source_format=source_format)
+    if not rows:
+        raise ServiceError("the judge holds no decisions")
+    decisions = np.full(pair_count, np.nan)
+    first_seen: dict[int, str] = {}
+    errors: list[str] = []
+    for where, row in rows:
+        if not isinstance(row, dict):
+            errors.append(
+                f'{where}: expected an object with pair and decision, like {{"pair": 1, "decision": "left"}}'
+            )
+            continue
+        number, problem = _pair_number(row.get("pair"), pair_count)
+        if problem:
+            errors.append(f"{where}: {problem}")
+            continue
+        value = _decision(row.get("decision"))
+        if value is None:
+            errors.append(
+                f"{where}, pair {number}: the decision {_shown(row.get('decision'))} is not one: {DECISION_HINT}"
+            )
+            continue
+        if value == 0.5 and not ties_allowed:
+            errors.append(f"{where}, pair {number}: {NO_TIES}")
+            continue
+        if number in first_seen:
+            errors.append(f"{where}: pair {number} was already decided at {first_seen[number]}")
+            continue
+        first_seen[number] = where
+        decisions[number - 1] = value
+    if errors:
+        raise ServiceError(
+            f"the judge has {counted(len(errors), 'problem')}; nothing was stored",
+            errors=reported_errors(errors),
+        )
+    return decisions, read_format
+
+
+def judge_create(
+    *, study: Study, owner, judge_name: str, data, source_format: str, description: str = ""
+) -> Submission:
+    """Store a judge's decisions on a finished study's pairs (``metrics.judges.judge_pairs``); evaluate at
+    once when small, else in a task.
+
+    ``source_format`` is "json" (rows) or "file" (bytes of a CSV or JSONL file). Refused as models are
+    (``submission_create``): a study that has not finished (409), a name the owner already used for a
+    model or a judge of this study (409), the cap of judges per owner (409), a seal of this name that
+    the file does not match, coverage below the study's minimum or, in a study with a hidden test part,
+    any pair undecided (400), and any bad row (400, listed).
+    """
+    from metrics.judges import judge_pairs  # selectors of the pairs; heavy figures stay out of web imports
+
+    if source_format not in ("json", "file"):
+        raise ServiceError(f"the format must be json or file, got {source_format!r}")
+    judge_name = _model_name(judge_name, field="judge_name")
+    if study.status != Study.Status.FINISHED:
+        raise StudyStateError(
+            f"study {study.slug!r} is {study.status}: judges are evaluated against its crowd's votes, once it has "
+            "finished"
+        )
+    seal = _seal_of(study, owner, judge_name, data, kind=Kind.JUDGE)
+    pair_count = judge_pairs(study=study).count
+    decisions, read_format = judge_parse(
+        pair_count=pair_count, ties_allowed=study.allow_ties, data=data, source_format=source_format
+    )
+    decided = int(np.isfinite(decisions).sum())
+    coverage = decided / pair_count
+    if has_hidden_part(study) and decided < pair_count:
+        # Every pair, so that neither the coverage of a part nor a refusal tells which pairs are hidden.
+        raise ServiceError(
+            f"the judge decides {decided:,} of {pair_count:,} pairs; study {study.slug!r} keeps a hidden test part "
+            f"on which the leaderboard ranks judges, so decide every one of its {pair_count:,} pairs"
+        )
+    if decided < 1 or coverage < study.minimum_coverage:
+        raise ServiceError(
+            f"the judge decides {decided:,} of {pair_count:,} pairs ({coverage:.1%}); this study needs at least "
+            f"{study.minimum_coverage:.0%} of its pairs decided"
+        )
+    submission = _submission_store(
+        seal=seal,
+        study=study,
+        owner=owner,
+        kind=Kind.JUDGE,
+        model_name=judge_name,
+        description=description or "",
+        decisions=[finite_or_none(value) for value in decisions],
+        covered=decided,
+        coverage=coverage,
+        source_format=read_format,
+    )
+    return _evaluated_now_or_later(submission, size=decided, at_once=SYNC_EVALUATION_PAIRS)
 
 
 def _progress(submission_id: int, percent: int) -> None:
@@ -426,7 +669,9 @@ def submission_evaluate(*, submission_id: int) -> Evaluation | None:
             )
         else:
             standing_evaluation = evaluation
-        _standing_store(submission, DEFAULT_WEIGHT_OFFSET, standing_evaluation.result, part=ranked)
+        _standing_store(
+            submission, DEFAULT_WEIGHT_OFFSET, ranking_of(submission, standing_evaluation.result), part=ranked
+        )
     except Exception as exc:
         reference = secrets.token_hex(6)
         logger.exception("the evaluation of submission %s failed (reference %s)", submission_id, reference)
@@ -472,18 +717,20 @@ def submission_standings(*, submission_id: int) -> int:
         ).first()
         result = (
             evaluation.result
-            if evaluation is not None and has_plain_chance(evaluation.result)
-            else submission_result(submission=submission, weight_offset=weight_offset, top_k=top_k, part=part)
+            if evaluation is not None and has_plain_chance(ranking_of(submission, evaluation.result))
+            else result_for(submission=submission, weight_offset=weight_offset, top_k=top_k, part=part)
         )
-        added += _standing_store(submission, weight_offset, result, part=part)
-    for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:  # stored now, so that the leaderboard only reads them
-        submission_area_coefficients(submission=submission, weight_offset=weight_offset)
+        added += _standing_store(submission, weight_offset, ranking_of(submission, result), part=part)
+    # Stored now, so that the leaderboard only reads them; a judge's areas are in its evaluation's result.
+    if submission.kind == Kind.MODEL:
+        for weight_offset in LEADERBOARD_WEIGHT_OFFSETS:
+            submission_area_coefficients(submission=submission, weight_offset=weight_offset)
     return added
 
 
 def _standing_store(submission: Submission, weight_offset: float, result: dict, *, part: str) -> int:
-    """Store the standing of ``result`` (over ``part``) unless one is stored already; 1 if this call
-    stored it. A standing stored before ρ and τ had a chance level is replaced (the same numbers, and
+    """Store the standing of ``result`` (over ``part``: a model's result, or a judge's ranking) unless one
+    is stored already; 1 if this call stored it. A standing stored before ρ and τ had a chance level is replaced (the same numbers, and
     those)."""
     standing, created = Standing.objects.get_or_create(
         submission=submission, weight_offset=weight_offset, defaults={**standing_values(result), "part": part}
@@ -536,16 +783,16 @@ def evaluation_for(
         raise ServiceError(f"{MIN_WEIGHT_OFFSET_MESSAGE}, got {weight_offset:g}")
     if weight_offset > MAX_WEIGHT_OFFSET:
         raise ServiceError(f"{MAX_WEIGHT_OFFSET_MESSAGE}, got {weight_offset:g}")
-    item_count = len(submission.scores) if part == Part.ALL else int(part_mask(submission.study, part).sum())
+    item_count = int(part_mask(submission.study, part).sum())
     if not 1 <= top_k <= item_count:
         where = "the study's" if part == Part.ALL else f"the {Part(part).label}'s"
         raise ServiceError(f"K must lie between 1 and {where} {item_count} items, got {top_k}")
     existing = Evaluation.objects.filter(
         submission=submission, part=part, weight_offset=weight_offset, top_k=top_k
     ).first()
-    if existing is not None and has_plain_chance(existing.result):
+    if existing is not None and has_plain_chance(ranking_of(submission, existing.result)):
         return existing
-    result = submission_result(
+    result = result_for(
         submission=submission, weight_offset=weight_offset, top_k=top_k, part=part, progress=progress
     )
     if progress:
@@ -591,9 +838,18 @@ def test_part_summary(*, submission: Submission) -> dict | None:
         top_k=part_top_k(study, Part.TEST),
         part=Part.TEST,
     )
-    return public_result(evaluation.result)
+    result = public_result(evaluation.result)
+    if submission.kind == Kind.JUDGE:
+        # Its overall figures only: a disagreement by area, band or closeness over a few test pairs would
+        # tell their crowd's decisions apart, as an area's coefficient over a few test items would.
+        result = {key: value for key, value in result.items() if key not in ("disagreement", "areas")}
+    return result
 
 
 def public_result(result: dict) -> dict:
-    """An evaluation result without its bootstrap replicate values (kept for the leaderboard)."""
-    return {key: value for key, value in result.items() if key != "replicates"}
+    """An evaluation result without its bootstrap replicate values (kept for the leaderboard); a judge's
+    without those of its ranking."""
+    public = {key: value for key, value in result.items() if key != "replicates"}
+    if isinstance(public.get("ranking"), dict):
+        public["ranking"] = public_result(public["ranking"])
+    return public

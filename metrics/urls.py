@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from metrics import account_views, card_views, views
+from metrics import account_views, card_views, judge_views, views
 
 app_name = "metrics"
 urlpatterns = [
@@ -19,4 +19,10 @@ urlpatterns = [
     path("studies/<slug:slug>/card.md", card_views.card_markdown, name="card-markdown"),
     path("studies/<slug:slug>/card.json", card_views.card_json, name="card-json"),
     path("submissions/<int:submission_id>/", views.submission, name="submission"),
+    path("studies/<slug:slug>/judges/submit/", judge_views.judge_submit, name="judge-submit"),
+    path("studies/<slug:slug>/judge-pairs.csv", judge_views.judge_pairs_csv, name="judge-pairs-csv"),
+    path(
+        "studies/<slug:slug>/judges/leaderboard/", judge_views.judges_leaderboard, name="judges-leaderboard"
+    ),
+    path("judges/<int:judge_id>/", judge_views.judge, name="judge"),
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.dateparse import parse_datetime
@@ -31,7 +31,7 @@ from metrics.evaluation import (
 from metrics.figures import DEFAULT_WEIGHT_OFFSET, owner_part, part_top_k
 from metrics.forms import EvaluationSettingsForm, LeaderboardSettingsForm, SubmissionForm
 from metrics.leaderboard import annotator_view, leaderboard_for
-from metrics.models import Submission
+from metrics.models import Kind, Submission
 from metrics.selectors import items_for_model_owners, submissions_of
 from scoring.plots import PALETTE, Interval, Series, intervals_svg, scatter_svg
 from scoring.selectors import crowd_by_study, study_crowd
@@ -63,7 +63,8 @@ def index(request):
     studies = (
         Study.objects.filter(status=Study.Status.FINISHED)
         .annotate(
-            item_count=Count("items", distinct=True), submission_count=Count("submissions", distinct=True)
+            item_count=Count("items", distinct=True),
+            submission_count=Count("submissions", filter=Q(submissions__kind=Kind.MODEL), distinct=True),
         )
         .order_by("-finished_at", "name")
     )
@@ -84,10 +85,12 @@ def _leaderboard_settings(request) -> LeaderboardSettingsForm:
     )
 
 
-def _board_rows(study: Study, metric: str, weight_offset: float) -> tuple[dict, list[dict]]:
-    """The leaderboard of ``study`` by ``metric`` at ``weight_offset``, and its rows with the chosen
-    metric's figures, their group of models that cannot be told apart and their chance verdict."""
-    board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset)
+def _board_rows(
+    study: Study, metric: str, weight_offset: float, kind: str = Kind.MODEL
+) -> tuple[dict, list[dict]]:
+    """The leaderboard of ``study``'s models (or judges) by ``metric`` at ``weight_offset``, and its rows
+    with the chosen metric's figures, their group that cannot be told apart and their chance verdict."""
+    board = leaderboard_for(study=study, metric=metric, weight_offset=weight_offset, kind=kind)
     groups = indistinguishable_groups(board["rows"])
     rows = [
         {
@@ -207,20 +210,38 @@ def _interval_plot(rows: list[dict], metric: str, weight_offset: float) -> str:
 @login_required(login_url=LOGIN_URL)
 def submit(request, slug: str):
     """The upload form: a model's scores as CSV → a stored submission, evaluated at once when small."""
+
+    def create(study, owner, fields):
+        return services.submission_create(
+            study=study,
+            owner=owner,
+            model_name=fields["model_name"],
+            description=fields["description"],
+            data=services.scores_file_read(fields["file"]),
+            source_format="csv",
+        )
+
+    return upload_page(
+        request,
+        slug,
+        form_class=SubmissionForm,
+        create=create,
+        template="metrics/submit.html",
+        what="model submissions",
+        done="metrics:submission",
+    )
+
+
+def upload_page(request, slug: str, *, form_class, create, template: str, what: str, done: str):
+    """An upload form of a finished study (a model's scores, a judge's decisions): ``create(study, owner,
+    cleaned_data)`` stores it, then the page of ``done`` shows it; a refusal is shown on the form."""
     study = _study(slug)
     if study.status != Study.Status.FINISHED:
-        return _not_finished(request, study, "model submissions")
-    form = SubmissionForm(request.POST or None, request.FILES or None)
+        return _not_finished(request, study, what)
+    form = form_class(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            submission = services.submission_create(
-                study=study,
-                owner=request.user,
-                model_name=form.cleaned_data["model_name"],
-                description=form.cleaned_data["description"],
-                data=services.scores_file_read(form.cleaned_data["file"]),
-                source_format="csv",
-            )
+            created = create(study, request.user, form.cleaned_data)
         except ServiceError as exc:
             context = {
                 "study": study,
@@ -229,10 +250,10 @@ def submit(request, slug: str):
                 "problems": exc.errors,
                 "our_side": exc.status >= 500,
             }
-            return render(request, "metrics/submit.html", context, status=exc.status)
-        return redirect("metrics:submission", submission_id=submission.pk)
+            return render(request, template, context, status=exc.status)
+        return redirect(done, created.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "metrics/submit.html", {"study": study, "form": form}, status=status)
+    return render(request, template, {"study": study, "form": form}, status=status)
 
 
 @login_required(login_url=LOGIN_URL)
@@ -250,21 +271,22 @@ def pairs_csv(request, slug: str):
     return csv_download(f"{study.slug}-items.csv", ["item", "token_a", "token_b", "area"], rows)
 
 
-@login_required(login_url=LOGIN_URL)
-@require_GET
-def submission(request, submission_id: int):
-    """One of the owner's submissions: progress while it runs, then its evaluation at the chosen n0 and K."""
-    found = submissions_of(owner=request.user).filter(pk=submission_id).first()
+def owned_evaluation(request, submission_id: int, *, kind: str) -> tuple[Submission, dict]:
+    """The owner's submission of ``kind`` (404 for anyone else's) and its page's context: the status
+    while it runs; once done, its evaluation at the query's n0 and K (the defaults, with the problem,
+    when they are refused) and its test part's summary, as public results."""
+    found = submissions_of(owner=request.user, kind=kind).filter(pk=submission_id).first()
     if found is None:
-        raise Http404(f"submission {submission_id} is not one of yours")
+        raise Http404(
+            f"{'submission' if kind == Kind.MODEL else 'judge'} {submission_id} is not one of yours"
+        )
     study = found.study
     part = owner_part(study)
     default_k = part_top_k(study, part)
     context = {"submission": found, "study": study, "metric_labels": METRIC_LABELS, "part": part}
     if found.status != Submission.Status.DONE:
         context["running"] = found.status in (Submission.Status.PENDING, Submission.Status.RUNNING)
-        return render(request, "metrics/submission.html", context)
-
+        return found, context
     settings_form = EvaluationSettingsForm(
         {"n0": request.GET.get("n0", DEFAULT_WEIGHT_OFFSET), "k": request.GET.get("k", default_k)}
     )
@@ -276,12 +298,26 @@ def submission(request, submission_id: int):
     except ServiceError as exc:
         problem = exc.message
         evaluation = services.owner_evaluation(submission=found)
-    result = services.public_result(evaluation.result)
-    test_part = services.test_part_summary(submission=found)
-    retrieval = result["retrieval"]
     context.update(
         settings_form=settings_form,
         problem=problem,
+        evaluation=services.public_result(evaluation.result),
+        test_part=services.test_part_summary(submission=found),
+    )
+    return found, context
+
+
+@login_required(login_url=LOGIN_URL)
+@require_GET
+def submission(request, submission_id: int):
+    """One of the owner's submissions: progress while it runs, then its evaluation at the chosen n0 and K."""
+    found, context = owned_evaluation(request, submission_id, kind=Kind.MODEL)
+    if "evaluation" not in context:
+        return render(request, "metrics/submission.html", context)
+    result = context["evaluation"]
+    test_part = context["test_part"]
+    retrieval = result["retrieval"]
+    context.update(
         evaluation=result,
         test_part=[{"name": name, "label": METRIC_LABELS[name], **test_part[name]} for name in COEFFICIENTS]
         if test_part

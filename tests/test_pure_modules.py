@@ -29,6 +29,7 @@ PURE_MODULES = [
     "metrics/card_render.py",
     "metrics/evaluation.py",
     "metrics/kernels.py",
+    "metrics/judging.py",
 ]
 # numba compiles the row kernels of the bootstrap and the chance level (1000 rankings of 10^4 items in
 # well under a second; whole-array numpy took about 11 s). It is a compiler, not I/O or a framework,

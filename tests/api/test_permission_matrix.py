@@ -95,6 +95,7 @@ def path_values(world, route: str, study: str | None) -> dict[str, str]:
     submission, an object of the admin's model."""
     running = Study.objects.get(slug=RUNNING)
     values = {"slug": study or "", "submission_id": str(world.submission_a), "job_id": "1"}
+    values["judge_id"] = str(world.judge_a)  # owner A's judge, which B must not see
     values["annotator_id"] = "999999"  # none: staff are told so (404) once the reason is given
     values["object_id"] = str(running.pk)
     admin_model = re.match(r"admin/(\w+)/(\w+)/<path:object_id>/", route)
@@ -770,6 +771,27 @@ MATRIX = {
     "api/submissions/": {
         "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 200, "staff": 200}
     },
+    "api/studies/<slug:slug>/judge-pairs/": {
+        "GET": {
+            "anonymous": 401,
+            "annotator": 401,
+            "owner_a": studies(200, 409, 409),
+            "owner_b": studies(200, 409, 409),
+            "staff": studies(200, 409, 409),
+        }
+    },
+    # The body here is empty: 400 before the study's state is looked at, as for submissions.
+    "api/studies/<slug:slug>/judges/": {
+        "POST": {"anonymous": 401, "annotator": 401, "owner_a": 400, "owner_b": 400, "staff": 400}
+    },
+    "api/studies/<slug:slug>/judges/leaderboard/": {"GET": everyone(studies(200, 409, 409))},
+    "api/judges/": {"GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 200, "staff": 200}},
+    "api/judges/<int:judge_id>/": {
+        "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 404, "staff": 404}
+    },
+    "api/judges/<int:judge_id>/evaluation/": {
+        "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 404, "staff": 404}
+    },
     "api/submissions/<int:submission_id>/": {
         "GET": {"anonymous": 401, "annotator": 401, "owner_a": 200, "owner_b": 404, "staff": 404}
     },
@@ -839,6 +861,58 @@ MATRIX = {
             "owner_a": studies(400, 409, 409),
             "owner_b": studies(400, 409, 409),
             "staff": studies(400, 409, 409),
+        },
+    },
+    "models/studies/<slug:slug>/judges/submit/": {
+        "GET": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": studies(200, 409, 409),
+            "owner_b": studies(200, 409, 409),
+            "staff": studies(200, 409, 409),
+        },
+        "POST": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": studies(400, 409, 409),
+            "owner_b": studies(400, 409, 409),
+            "staff": studies(400, 409, 409),
+        },
+    },
+    "models/studies/<slug:slug>/judge-pairs.csv": {
+        "GET": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": studies(200, 409, 409),
+            "owner_b": studies(200, 409, 409),
+            "staff": studies(200, 409, 409),
+        },
+        "POST": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": 405,
+            "owner_b": 405,
+            "staff": 405,
+        },
+    },
+    "models/studies/<slug:slug>/judges/leaderboard/": {
+        "GET": everyone(studies(200, 409, 409)),
+        "POST": everyone(405),
+    },
+    "models/judges/<int:judge_id>/": {
+        "GET": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": 200,
+            "owner_b": 404,
+            "staff": 404,
+        },
+        "POST": {
+            "anonymous": OWNERS_LOGIN,
+            "annotator": OWNERS_LOGIN,
+            "owner_a": 405,
+            "owner_b": 405,
+            "staff": 405,
         },
     },
     "models/studies/<slug:slug>/items.csv": {

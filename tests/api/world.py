@@ -17,6 +17,7 @@ from rest_framework.authtoken.models import Token as ApiToken
 from collection.models import Study
 from metrics import services as metrics_services
 from metrics.models import Submission
+from metrics.selectors import judge_pair_listing
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 FINISHED, RUNNING, DRAFT = "finished", "running", "draft"
@@ -30,6 +31,7 @@ class World:
     slugs: tuple[str, ...]  # finished, running, draft
     submission_a: int  # owner A's, evaluated
     submission_b: int  # owner B's, evaluated
+    judge_a: int  # owner A's judge, evaluated
 
     @property
     def submission_ids(self) -> tuple[int, int]:
@@ -53,6 +55,24 @@ def _submit(study: Study, owner_token: str, model_name: str, seed: int) -> int:
     return submission.pk
 
 
+def _judge(study: Study, owner_token: str, judge_name: str) -> int:
+    """A judge that decides every pair for the item with the higher final score (left on a tie)."""
+    owner = ApiToken.objects.get(key=owner_token).user
+    pairs = judge_pair_listing(study=study)
+    final = dict(study.items.values_list("pk", "final_score"))
+    rows = [
+        {"pair": number, "decision": "left" if final[left] >= final[right] else "right"}
+        for number, left, right in zip(
+            range(1, pairs.count + 1), pairs.left_id.tolist(), pairs.right_id.tolist(), strict=True
+        )
+    ]
+    judge = metrics_services.judge_create(
+        study=study, owner=owner, judge_name=judge_name, data=rows, source_format="json"
+    )
+    assert judge.status == Submission.Status.DONE, judge.error
+    return judge.pk
+
+
 def build_world() -> World:
     """The world; Celery must run tasks in place (eager) while it is built."""
     staff_token = _user_with_token("staff", is_staff=True, is_superuser=True)  # the admin's researcher
@@ -65,6 +85,7 @@ def build_world() -> World:
     assert finished.status == Study.Status.FINISHED
     submission_a = _submit(finished, owner_a_token, "model-a", seed=2)
     submission_b = _submit(finished, owner_b_token, "model-b", seed=3)
+    judge_a = _judge(finished, owner_a_token, "judge-a")
 
     running = make_study(tokens=6, ballot_count=3, appearances=4, seed=5)
     vote_until(
@@ -85,4 +106,5 @@ def build_world() -> World:
         slugs=(FINISHED, RUNNING, DRAFT),
         submission_a=submission_a,
         submission_b=submission_b,
+        judge_a=judge_a,
     )

@@ -21,8 +21,9 @@ from playwright.sync_api import expect
 
 from collection.models import Annotator, Comparison, Study
 from common.unavailable import unavailable_response
-from metrics.services import submission_create
+from metrics.services import judge_create, submission_create
 from tests.factories import annotators, make_study, vote_until
+from tests.metrics.judge_helpers import reference_rows
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,6 +75,13 @@ def studies(django_user_model) -> dict:
         )
         for name, noise in (("MiniLM cosine", 0.05), ("Random baseline", 5.0))
     ]
+    judge = judge_create(
+        study=finished,
+        owner=owner,
+        judge_name="LLM judge",
+        data=reference_rows(finished),
+        source_format="json",
+    )
     taken = make_study(
         max_wait_seconds=30, completion_redirect_url="https://app.prolific.com/submissions/complete"
     )
@@ -89,6 +97,7 @@ def studies(django_user_model) -> dict:
         "taken": taken,
         "draft": make_study(start=False),
         "submission": submissions[0],
+        "judge": judge,
     }
 
 
@@ -168,6 +177,7 @@ def public_pages(page, base: str, studies: dict):
         ("models", "/models/"),
         ("leaderboard", f"/models/studies/{finished.slug}/leaderboard/"),
         ("leaderboard by rho_w", f"/models/studies/{finished.slug}/leaderboard/?metric=rho_w&n0=2"),
+        ("judges' leaderboard", f"/models/studies/{finished.slug}/judges/leaderboard/"),
         ("instrument card", f"/models/studies/{finished.slug}/card/"),
         ("instrument card, not finished", f"/models/studies/{draft.slug}/card/"),
         ("model owner login", "/models/login/"),
@@ -181,6 +191,10 @@ def public_pages(page, base: str, studies: dict):
     yield "submit form"
     page.goto(f"{base}/models/submissions/{studies['submission'].pk}/")
     yield "submission"
+    page.goto(f"{base}/models/studies/{finished.slug}/judges/submit/")
+    yield "judge form"
+    page.goto(f"{base}/models/judges/{studies['judge'].pk}/")
+    yield "judge"
 
 
 @pytest.mark.parametrize("screen", SCREENS)

@@ -911,6 +911,7 @@ def test_the_schema_documents_the_metrics_endpoints_without_warnings(tmp_path):
         ("/api/studies/{slug}/pairs/", "get"),
         ("/api/studies/{slug}/submissions/", "post"),
         ("/api/studies/{slug}/leaderboard/", "get"),
+        ("/api/studies/{slug}/judges/leaderboard/", "get"),
         ("/api/studies/{slug}/annotators/", "get"),
         ("/api/submissions/", "get"),
         ("/api/submissions/{submission_id}/", "get"),

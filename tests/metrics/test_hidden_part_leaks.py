@@ -35,6 +35,7 @@ from metrics import services as metrics_services
 from metrics.models import StudyFigure, Submission
 from tests.api.test_permission_matrix import concrete, methods_of, routes
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
+from tests.metrics.judge_helpers import reference_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -117,10 +118,14 @@ def split_world(django_db_setup, django_db_blocker):
             study=finished, owner=owner, model_name="model", data=rows, source_format="json"
         )
         assert submission.status == Submission.Status.DONE, submission.error
+        judge = metrics_services.judge_create(
+            study=finished, owner=owner, judge_name="judge", data=reference_rows(finished), source_format="json"
+        )
+        assert judge.status == Submission.Status.DONE, judge.error
         printed = _distinctive(finished) + _distinctive(running)
         _user("outsider", staff=True)
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = eager
-    yield {"printed": printed, "token": token, "submission": submission.pk}
+    yield {"printed": printed, "token": token, "submission": submission.pk, "judge": judge.pk}
     with django_db_blocker.unblock():
         from django.core.management import call_command
 
@@ -176,6 +181,7 @@ def urls(split_world) -> list[str]:
             values = {
                 "slug": study.slug,
                 "submission_id": str(split_world["submission"]),
+                "judge_id": str(split_world["judge"]),
                 "job_id": "1",
                 "annotator_id": "1",
                 "content_type_id": str(ContentType.objects.get_for_model(Study).pk),
@@ -200,6 +206,11 @@ def urls(split_world) -> list[str]:
         f"/api/studies/{FINISHED}/pairs/?limit=1000",
     ]
     extra += [f"/api/submissions/{split_world['submission']}/evaluation/?k=1&n0=0"]
+    extra += [
+        f"/api/judges/{split_world['judge']}/evaluation/?k=1&n0=0",
+        f"/api/studies/{FINISHED}/judges/leaderboard/?format=csv&metric=rho",
+        f"/api/studies/{FINISHED}/judge-pairs/?limit=1000",
+    ]
     extra += [
         f"/admin/collection/item/?study__id__exact={Study.objects.get(slug=FINISHED).pk}&hidden__exact=1"
     ]
