@@ -436,7 +436,7 @@ def _check_seal(seal: Seal, data) -> None:
 
 # 200,000 pairs as JSONL lines of up to 80 bytes ({"pair": 200000, "decision": "right"} is 39; CSV 13).
 MAX_JUDGE_BYTES = 16 * 1024 * 1024
-SYNC_EVALUATION_PAIRS = 20000  # judges deciding more pairs are evaluated by a Celery task
+SYNC_EVALUATION_PAIRS = 20000  # about the pairs of a study of SYNC_EVALUATION_ITEMS items; more go to a task
 DECISIONS = {"left": 1.0, "right": 0.0, "tie": 0.5, "1": 1.0, "0": 0.0, "0.5": 0.5}
 DECISION_HINT = "write left, right or tie (or 1, 0, 0.5)"
 NO_TIES = "this study does not allow ties: decide left or right"
