@@ -347,7 +347,7 @@ def submission_create(
         raise StudyStateError(
             f"study {study.slug!r} is {study.status}: models are evaluated against its final ranking, once it has finished"
         )
-    seal = _seal_of(study, owner, model_name, data, kind=Kind.MODEL)
+    seal = _seal_of(study, owner, model_name, data)
     scores = submission_parse(study=study, data=data, source_format=source_format)
     covered = int(np.isfinite(scores).sum())
     coverage = covered / scores.size
@@ -384,6 +384,9 @@ def _submission_store(*, study: Study, owner, kind: str, seal: Seal | None, **fi
         with transaction.atomic():
             Study.objects.select_for_update().filter(pk=study.pk).first()
             _check_variants(study, owner, kind=kind, revealing=seal)
+            if seal is not None and seal.kind != kind:
+                # A seal made without its kind (a model's, by default) is revealed by a judge of its name.
+                Seal.objects.filter(pk=seal.pk).update(kind=kind)
             return Submission.objects.create(seal=seal, study=study, owner=owner, kind=kind, **fields)
     except IntegrityError:
         taken = Submission.objects.filter(study=study, owner=owner, model_name=fields["model_name"]).first()
@@ -405,21 +408,16 @@ def _evaluated_now_or_later(submission: Submission, *, size: int, at_once: int) 
     return submission
 
 
-def _seal_of(study: Study, owner, model_name: str, data, *, kind: str) -> Seal | None:
+def _seal_of(study: Study, owner, model_name: str, data) -> Seal | None:
     """The owner's seal of this name, checked against the file being revealed; None if none."""
     seal = Seal.objects.filter(study=study, owner=owner, model_name=model_name).first()
     if seal is not None:
-        _check_seal(seal, data, kind)
+        _check_seal(seal, data)
     return seal
 
 
-def _check_seal(seal: Seal, data, kind: str) -> None:
+def _check_seal(seal: Seal, data) -> None:
     """A sealed model (or judge) is revealed by uploading the sealed file itself: its SHA-256 must match."""
-    if seal.kind != kind:
-        raise StudyStateError(
-            f"you sealed {seal.model_name!r} as a {seal.kind} on {seal.sealed_at:%Y-%m-%d %H:%M} UTC: submit it as "
-            f"a {seal.kind}, or choose another name for this {kind}"
-        )
     if not isinstance(data, bytes | bytearray):
         raise ServiceError(
             f"you sealed {seal.model_name!r} on {seal.sealed_at:%Y-%m-%d %H:%M} UTC: upload the sealed file itself "
@@ -438,7 +436,7 @@ def _check_seal(seal: Seal, data, kind: str) -> None:
 
 # 200,000 pairs as JSONL lines of up to 80 bytes ({"pair": 200000, "decision": "right"} is 39; CSV 13).
 MAX_JUDGE_BYTES = 16 * 1024 * 1024
-SYNC_EVALUATION_PAIRS = 20000  # judges deciding more pairs are evaluated by a Celery task
+SYNC_EVALUATION_PAIRS = 20000  # about the pairs of a study of SYNC_EVALUATION_ITEMS items; more go to a task
 DECISIONS = {"left": 1.0, "right": 0.0, "tie": 0.5, "1": 1.0, "0": 0.0, "0.5": 0.5}
 DECISION_HINT = "write left, right or tie (or 1, 0, 0.5)"
 NO_TIES = "this study does not allow ties: decide left or right"
@@ -602,7 +600,7 @@ def judge_create(
             f"study {study.slug!r} is {study.status}: judges are evaluated against its crowd's votes, once it has "
             "finished"
         )
-    seal = _seal_of(study, owner, judge_name, data, kind=Kind.JUDGE)
+    seal = _seal_of(study, owner, judge_name, data)
     pair_count = judge_pairs(study=study).count
     decisions, read_format = judge_parse(
         pair_count=pair_count, ties_allowed=study.allow_ties, data=data, source_format=source_format

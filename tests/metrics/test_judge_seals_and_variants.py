@@ -65,18 +65,16 @@ def test_a_file_that_does_not_match_the_judges_seal_is_refused_and_nothing_is_st
     assert not Submission.objects.exists()
 
 
-def test_a_model_seal_is_not_revealed_by_a_judge(study):
+def test_a_seal_made_without_its_kind_is_revealed_by_a_judge_of_its_name(study):
     owner = User.objects.create_user("sealer")
     content = csv_bytes(reference_rows(study))
     seal = services.seal_create(
         study=study, owner=owner, model_name="x", sha256=hashlib.sha256(content).hexdigest()
     )
-    with pytest.raises(StudyStateError) as refused:
-        judge(study, "x", content, owner="sealer")
-    assert refused.value.message == (
-        f"you sealed 'x' as a model on {seal.sealed_at:%Y-%m-%d %H:%M} UTC: submit it as a model, or choose another "
-        "name for this judge"
-    )
+    assert seal.kind == Kind.MODEL  # the endpoint's default
+    revealed = judge(study, "x", content, owner="sealer")
+    assert (revealed.status, revealed.seal_id) == (Submission.Status.DONE, seal.pk)
+    assert Seal.objects.get(pk=seal.pk).kind == Kind.JUDGE
 
 
 def test_the_cap_counts_judges_and_models_apart(study):
