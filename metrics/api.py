@@ -37,9 +37,10 @@ from metrics.instrument import (
     card_wait_seconds,
     instrument_card_or_request,
 )
+from metrics.judges import judge_pairs
 from metrics.leaderboard import annotator_view, leaderboard_for
 from metrics.models import Kind, Seal, Submission
-from metrics.selectors import items_for_model_owners, judge_pair_listing, submissions_of
+from metrics.selectors import items_for_model_owners, submissions_of
 from metrics.serializers import (
     AnnotatorViewSerializer,
     AuthTokenResponseSerializer,
@@ -757,7 +758,7 @@ class JudgePairsView(MetricsErrors, GenericAPIView):
         },
     )
     def get(self, request, slug: str):
-        page = self.paginate_queryset(_Listing(judge_pair_listing(study=_study_or_404(slug))))
+        page = self.paginate_queryset(_Listing(judge_pairs(study=_study_or_404(slug))))
         return self.get_paginated_response(JudgePairSerializer(page, many=True).data)
 
 

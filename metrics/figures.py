@@ -260,39 +260,6 @@ def submission_result(
     return result
 
 
-def result_for(
-    *,
-    submission: Submission,
-    weight_offset: float,
-    top_k: int,
-    part: str = Part.ALL,
-    store: bool = True,
-    progress=None,
-) -> dict:
-    """The result of a model (``submission_result``) or of a judge (``metrics.judges.judge_result``, whose
-    ``ranking`` is a model's result) for this n0, K and part."""
-    if submission.kind == Kind.JUDGE:
-        from metrics.judges import judge_result  # it imports this module
-
-        return judge_result(
-            study=submission.study,
-            decisions=judge_decisions(submission),
-            weight_offset=weight_offset,
-            top_k=top_k,
-            part=part,
-            store=store,
-            progress=progress,
-        )
-    return submission_result(
-        submission=submission,
-        weight_offset=weight_offset,
-        top_k=top_k,
-        part=part,
-        store=store,
-        progress=progress,
-    )
-
-
 def ranking_of(submission: Submission, result: dict) -> dict:
     """The part of a result that ranks the items (the leaderboard's standing): a model's whole result, a
     judge's ``ranking``."""

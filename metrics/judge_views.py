@@ -18,8 +18,8 @@ from common.csvexport import csv_download
 from metrics import services
 from metrics.evaluation import COEFFICIENTS, undefined_summary
 from metrics.forms import JudgeForm
+from metrics.judges import judge_pairs
 from metrics.models import Kind
-from metrics.selectors import judge_pair_listing
 from metrics.views import (
     LOGIN_URL,
     METRIC_LABELS,
@@ -88,7 +88,7 @@ def judge_pairs_csv(request, slug: str):
     study = _study(slug)
     if study.status != Study.Status.FINISHED:
         return _not_finished(request, study, "its pairs")
-    pairs = judge_pair_listing(study=study)
+    pairs = judge_pairs(study=study)
     rows = (
         [row[column] for column in JUDGE_PAIR_COLUMNS]
         for start in range(0, pairs.count, PAIRS_PER_QUERY)

@@ -21,13 +21,16 @@ from metrics.evaluation import evaluate
 from metrics.figures import (
     area_coefficients,
     chance_for,
+    judge_decisions,
     part_mask,
     part_top_k,
     study_replicates,
+    submission_result,
 )
 from metrics.instrument import SPLIT_HALF_STREAM
 from metrics.judging import PairNumbering, number_pairs
 from metrics.metrology import BallotVotes, split_halves
+from metrics.models import Kind, Part, Submission
 from metrics.selectors import final_scores, study_votes
 from scoring.score_models import BORDA, scores_from_votes
 
@@ -301,3 +304,34 @@ def judge_result(
     if progress:
         progress(100)
     return result
+
+
+def result_for(
+    *,
+    submission: Submission,
+    weight_offset: float,
+    top_k: int,
+    part: str = Part.ALL,
+    store: bool = True,
+    progress=None,
+) -> dict:
+    """The result of a model (``submission_result``) or of a judge (``judge_result``, whose
+    ``ranking`` is a model's result) for this n0, K and part."""
+    if submission.kind == Kind.JUDGE:
+        return judge_result(
+            study=submission.study,
+            decisions=judge_decisions(submission),
+            weight_offset=weight_offset,
+            top_k=top_k,
+            part=part,
+            store=store,
+            progress=progress,
+        )
+    return submission_result(
+        submission=submission,
+        weight_offset=weight_offset,
+        top_k=top_k,
+        part=part,
+        store=store,
+        progress=progress,
+    )

@@ -22,9 +22,9 @@ from metrics.figures import (
     ranked_part,
     ranking_of,
     replicate_count,
-    result_for,
     submission_area_coefficients,
 )
+from metrics.judges import result_for
 from metrics.models import Evaluation, Kind, Part, Standing, Submission
 from metrics.selectors import model_scores, study_votes
 from scoring.selectors import study_crowd

@@ -113,11 +113,3 @@ def items_for_model_owners(*, study: Study):
             f"study {study.slug!r} is {study.status}: its items are open for models once it has finished"
         )
     return Item.objects.filter(study=study).select_related("token_a", "token_b", "area").order_by("index")
-
-
-def judge_pair_listing(*, study: Study):
-    """The pairs a judge decides (``metrics.judges.judge_pairs``) of a finished study: every pair, in a
-    study with a hidden test part too, as models score every item."""
-    from metrics.judges import judge_pairs  # numbering math stays out of the web process's imports
-
-    return judge_pairs(study=study)

@@ -38,9 +38,9 @@ from metrics.figures import (
     part_top_k,
     ranked_part,
     ranking_of,
-    result_for,
     submission_area_coefficients,
 )
+from metrics.judges import result_for
 from metrics.leaderboard import LEADERBOARD_WEIGHT_OFFSETS, has_plain_chance, standing_values
 from metrics.models import Evaluation, Kind, Part, Seal, Standing, Submission
 

@@ -16,8 +16,8 @@ from rest_framework.authtoken.models import Token as ApiToken
 
 from collection.models import Study
 from metrics import services as metrics_services
+from metrics.judges import judge_pairs
 from metrics.models import Submission
-from metrics.selectors import judge_pair_listing
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 FINISHED, RUNNING, DRAFT = "finished", "running", "draft"
@@ -58,7 +58,7 @@ def _submit(study: Study, owner_token: str, model_name: str, seed: int) -> int:
 def _judge(study: Study, owner_token: str, judge_name: str) -> int:
     """A judge that decides every pair for the item with the higher final score (left on a tie)."""
     owner = ApiToken.objects.get(key=owner_token).user
-    pairs = judge_pair_listing(study=study)
+    pairs = judge_pairs(study=study)
     final = dict(study.items.values_list("pk", "final_score"))
     rows = [
         {"pair": number, "decision": "left" if final[left] >= final[right] else "right"}

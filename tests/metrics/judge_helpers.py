@@ -8,13 +8,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from collection.models import Study
-from metrics.selectors import judge_pair_listing
+from metrics.judges import judge_pairs
 
 
 def reference_rows(study: Study, *, flip: bool = False) -> list[dict]:
     """Every pair decided for the item with the higher final score (left on equal scores); ``flip``
     decides the other way."""
-    pairs = judge_pair_listing(study=study)
+    pairs = judge_pairs(study=study)
     final = dict(study.items.values_list("pk", "final_score"))
     ids = zip(pairs.left_id.tolist(), pairs.right_id.tolist(), strict=True)
     return [
