@@ -25,6 +25,9 @@ from metrics.evaluation import coefficients_by_stratum, evaluate
 from metrics.metrology import bootstrap_scores, chance_level
 from metrics.models import Part, StudyFigure, Submission
 from metrics.selectors import final_scores, model_scores, study_state_key, study_votes
+from scoring.model_agreement import agreement_table
+from scoring.score_models import SCORE_MODELS
+from scoring.side_by_side import SIDE_BY_SIDE_MAX_ITEMS, study_model_scores, study_score_model
 
 DEFAULT_WEIGHT_OFFSET = 2.0  # n0 of the paper, and of every figure that does not ask for another
 # Bootstrap replicates and chance draws at every study size. Until the compiled row kernels
@@ -250,3 +253,56 @@ def submission_result(
     part_items = int(inside.sum())
     result.update(part=str(part), items=part_items, coverage=result["covered"] / part_items)
     return result
+
+
+# --- the score models side by side (issue 37) -------------------------------------------------------
+
+SCORE_MODELS_VERSION = 1
+SCORE_MODELS_TOP_K = 10  # the top-10 overlap of each model's ranking with the reference ranking
+
+
+def score_model_comparison(*, study: Study, store: bool = True) -> dict:
+    """Every score model's ranking of a finished study against the study's reference ranking (its final
+    ȳ) and against each other, from the same votes (``scoring.side_by_side``): ρ_w and τ_w at n0 = 2,
+    ρ and τ, and the top-10 overlap (``scoring.model_agreement.agreement_table``).
+
+    Public, like the card: in a study that keeps a hidden test part, over its development items only.
+    In a study ranked per area, per area (each area is its own ranking); ``areas`` lists them and the
+    study-wide ``table`` is None. A study of more than ``SIDE_BY_SIDE_MAX_ITEMS`` items has the study's
+    own model only (``fitted``)."""
+    part = owner_part(study)
+
+    def compute():
+        side_by_side = study_model_scores(study=study)
+        reference = final_scores(study=study)
+        inside = part_mask(study, part)
+        scores = {model: side_by_side.score[model] for model in side_by_side.fitted}
+
+        def table(mask: np.ndarray) -> dict:
+            return agreement_table(
+                scores, reference, weight_offset=DEFAULT_WEIGHT_OFFSET, top_k=SCORE_MODELS_TOP_K, mask=mask
+            )
+
+        per_area = study.ranking_scope == Study.RankingScope.PER_AREA
+        areas = []
+        if per_area:
+            item_area = arrays.item_areas(study_id=study.pk)
+            names = dict(study.areas.values_list("pk", "name"))
+            for area in np.unique(item_area).tolist():  # a loop over areas, not items
+                areas.append({"area": names.get(area, str(area)), **table(inside & (item_area == area))})
+            areas.sort(key=lambda entry: entry["area"])
+        return {
+            "reference": side_by_side.reference,
+            "models": list(side_by_side.models),
+            "fitted": list(side_by_side.fitted),
+            "max_items": SIDE_BY_SIDE_MAX_ITEMS,
+            "items": side_by_side.item_count,
+            "votes": side_by_side.votes,
+            "part": str(part),
+            "scope": study.ranking_scope,
+            "table": None if per_area else table(inside),
+            "areas": areas,
+        }
+
+    parameters = {"version": SCORE_MODELS_VERSION, "models": list(SCORE_MODELS), "own": study_score_model(study)}
+    return cached(study, "score-models", parameters, compute, store=store)

@@ -22,6 +22,7 @@ PURE_MODULES = [
     "scoring/plan_search.py",
     "scoring/elimination.py",
     "scoring/protocol_comparison.py",
+    "scoring/model_agreement.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",
