@@ -32,6 +32,9 @@ from scoring.exports import (
     ANNOTATOR_CSV_COLUMNS,
     CHECK_ANSWER_COLUMNS,
     VOTE_COLUMNS,
+    dataset_export_columns,
+    dataset_export_csv_rows,
+    dataset_export_rows,
     study_annotator_rows,
     study_check_answer_rows,
     study_export_header,
@@ -224,10 +227,15 @@ def _series_svg(figures: dict) -> str:
 
 @researchers_only
 def export_dataset_csv(request, slug: str):
-    """The dataset, one row per item in index order: tokens, area, ȳ, rank, totals, x per ballot."""
+    """The dataset, one row per item in index order: tokens, area, ȳ, rank, totals, x per ballot, and
+    every score model's score and rank."""
     study = get_object_or_404(Study, slug=slug)
     dataset = study_dataset(study=study)
-    return csv_download(f"{study.slug}-dataset.csv", dataset.columns, dataset.csv_rows())
+    return csv_download(
+        f"{study.slug}-dataset.csv",
+        dataset_export_columns(dataset=dataset),
+        dataset_export_csv_rows(dataset=dataset),
+    )
 
 
 @researchers_only
@@ -236,10 +244,11 @@ def export_dataset_json(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     header = study_export_header(study=study)
     dataset = study_dataset(study=study)
+    rows = dataset_export_rows(dataset=dataset)
 
     def chunks() -> Iterator[str]:
         yield '{"study": ' + json.dumps(header, ensure_ascii=False, allow_nan=False) + ', "items": ['
-        for number, row in enumerate(dataset.rows()):
+        for number, row in enumerate(rows):
             yield ("," if number else "") + "\n" + json.dumps(row, ensure_ascii=False, allow_nan=False)
         yield "\n]}\n"
 
