@@ -54,6 +54,9 @@ COLUMN_NOTES = {
         "score": "ȳ, its final score: the mean of its rescaled Borda win ratios (Eq. 5)",
         "sd, lower, upper": "the bootstrap SD of ȳ and its 2.5 and 97.5 percentiles (the card's precision)",
         "last_ballot": "the last ballot it took part in: later ballots hold the higher-ranked items",
+        "score_<model>, rank_<model>": "each score model's score of the item from the same votes (those of the "
+        "closed ballots) and its place among the public items under that model; the study's own model first "
+        "(the instrument card names it and compares the models)",
     },
     "votes": {
         "ballot": "the ballot the comparison belonged to",

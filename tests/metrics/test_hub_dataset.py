@@ -39,12 +39,14 @@ from config.celery import app as celery_app
 from metrics import hub, hub_card, instrument
 from metrics.instrument import instrument_card
 from metrics.models import StudyFigure
+from scoring.score_models import BORDA, SCORE_MODELS
 from scoring.selectors import study_dataset
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 from tests.metrics.conftest import study_voted_to_the_end
 
 pytestmark = pytest.mark.django_db
 
+MODELS_IN_ORDER = (BORDA, *(model for model in SCORE_MODELS if model != BORDA))
 ITEM_COLUMNS = [
     "index",
     "token_a",
@@ -57,6 +59,8 @@ ITEM_COLUMNS = [
     "lower",
     "upper",
     "last_ballot",
+    # Every score model's score and rank, the study's own (rescaled Borda by default) first.
+    *(f"{kind}_{model}" for model in MODELS_IN_ORDER for kind in ("score", "rank")),
 ]
 VOTE_COLUMNS = [
     "ballot",
