@@ -23,9 +23,10 @@ from django.db.models import Count, Max
 
 from collection import arrays
 from collection.models import Ballot, Study, Vote
+from common.numbers import finite_or_none
 from common.tasks import enqueue_on_commit
 from scoring.borda import ranks_within
-from scoring.model_agreement import model_ranks
+from scoring.model_agreement import agreement_table, model_ranks
 from scoring.score_models import BORDA, SCORE_MODELS, scores_from_votes
 
 logger = logging.getLogger(__name__)
@@ -206,3 +207,86 @@ def study_model_scores_or_request(*, study: Study) -> ModelScores | None:
             after_response=True,
         )
     return None
+
+
+def side_by_side_page(*, study: Study, dataset, limit: int, weight_offset: float = 2.0) -> dict | None:
+    """What the results page shows of the score models for a finished study: each model (the study's own
+    first), the first ``limit`` items of the study's ranking with every model's rank and score, and the
+    models' agreement (``scoring.model_agreement.agreement_table``, ρ_w at n0 = ``weight_offset``) over
+    every item; per semantic area in a study ranked per area. ``{"pending": True}`` while a large study's
+    is computed in the background; None for a study that has not finished."""
+    if study.status != Study.Status.FINISHED:
+        return None
+    found = study_model_scores_or_request(study=study)
+    if found is None:
+        return {"pending": True}
+    scores = {model: found.score[model] for model in found.fitted}
+    models = [
+        {
+            "name": model,
+            "label": model_label(model),
+            "description": model_description(model),
+            "own": model == found.reference,
+            "fitted": model in found.fitted,
+        }
+        for model in found.models
+    ]
+    order = dataset.order()
+
+    def rows(positions: np.ndarray, ranks: dict) -> list[dict]:
+        shown = positions[np.isfinite(dataset.score[positions])][:limit]
+        return [
+            {
+                "item": f"{dataset.token_a[position]} – {dataset.token_b[position]}",
+                "area": dataset.area[position],
+                "cells": [
+                    {
+                        "rank": int(ranks[model][position]) or None,
+                        "score": finite_or_none(found.score[model][position]),
+                    }
+                    for model in found.models
+                ],
+            }
+            for position in shown.tolist()  # the first ``limit`` items, a page's worth
+        ]
+
+    def agreement(mask) -> dict:
+        table = agreement_table(scores, dataset.score, weight_offset=weight_offset, mask=mask)
+        labels = {model: model_label(model) for model in found.models}
+        table["matrix"]["labels"] = [labels[model] for model in table["matrix"]["models"]]
+        for entry, row in zip(table["models"], table["matrix"]["rho_w"], strict=True):  # same order
+            entry.update(label=labels[entry["model"]], rho_w_row=row)
+        return table
+
+    groups = []
+    if study.ranking_scope == Study.RankingScope.PER_AREA:
+        area = np.asarray(dataset.area, dtype=object)
+        for name in dataset.area_names():  # a loop over areas, not items
+            inside = area == name
+            groups.append(
+                {
+                    "area": name,
+                    "items": int(inside.sum()),
+                    "rows": rows(order[inside[order]], found.area_rank),
+                    "agreement": agreement(inside),
+                }
+            )
+    else:
+        groups.append(
+            {
+                "area": None,
+                "items": len(dataset),
+                "rows": rows(order, found.rank),
+                "agreement": agreement(None),
+            }
+        )
+    return {
+        "pending": False,
+        "reference": found.reference,
+        "reference_label": model_label(found.reference),
+        "models": models,
+        "fitted": list(found.fitted),
+        "max_items": SIDE_BY_SIDE_MAX_ITEMS,
+        "weight_offset": weight_offset,
+        "groups": groups,
+    }

@@ -55,6 +55,7 @@ from scoring.selectors import (
     study_dataset,
     study_overview,
 )
+from scoring.side_by_side import side_by_side_page
 
 RANKING_TOP = 50
 ANNOTATORS_PER_PAGE = 50
@@ -96,7 +97,8 @@ def researchers_only(view):
 
 @researchers_only
 def results(request, slug: str):
-    """The results page: header, ballot progress, Figures 2 and 4, top of the ranking, annotators."""
+    """The results page: header, ballot progress, Figures 2 and 4, top of the ranking, the score models
+    side by side, annotators."""
     study = get_object_or_404(Study, slug=slug)
     context = {"study": study, "overview": study_overview(study=study), "admin_url": _admin_url(study)}
     if not study.is_draft:
@@ -125,6 +127,7 @@ def results(request, slug: str):
                 for ballot, data in zip(closed, rescalings, strict=True)
             ],
             **_annotator_table(request.GET, annotator_figures(study=study)),
+            side_by_side=side_by_side_page(study=study, dataset=dataset, limit=RANKING_TOP),
             without_excluded=scores_without_excluded(study=study),
             exclusion_totals=study_exclusion_totals(study=study),
         )
