@@ -27,7 +27,14 @@ from common.numbers import finite_or_none
 from common.tasks import enqueue_on_commit
 from scoring.borda import ranks_within
 from scoring.model_agreement import agreement_table, model_ranks
-from scoring.score_models import BORDA, SCORE_MODELS, scores_from_votes
+from scoring.score_models import (
+    BORDA,
+    BRADLEY_TERRY,
+    NOISY_BRADLEY_TERRY,
+    SCORE_MODEL_LABELS,
+    SCORE_MODELS,
+    scores_from_votes,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -41,37 +48,27 @@ SIDE_BY_SIDE_CACHE_KEY = "side-by-side:{}:{}"
 SIDE_BY_SIDE_REQUESTED_KEY = "side-by-side-requested:{}"
 SIDE_BY_SIDE_CACHE_SECONDS = 24 * 3600
 
-# What each score model is, in one line, for the results page and the card. A model without an entry
-# here is named by its code.
-MODEL_LABELS = {
-    BORDA: "rescaled Borda",
-    "bradley_terry": "Bradley-Terry",
-    "worker_bradley_terry": "worker-aware Bradley-Terry",
-    "noisy_bradley_terry": "worker-aware Bradley-Terry",
-}
+# What each score model is, in one line, for the results page and the card (their names are
+# scoring.score_models.SCORE_MODEL_LABELS). A model without an entry here is described by its name.
 MODEL_DESCRIPTIONS = {
     BORDA: (
         "the paper's score: each ballot's Borda win ratios rescaled to the earlier ballots and averaged "
         "(Lombardo et al., Eq. 1, 5, 6); the default, and the reference of the paper"
     ),
-    "bradley_terry": (
-        "Bradley-Terry strengths fitted by maximum likelihood on every ballot's votes at once "
-        "(P(i beats j) = π_i / (π_i + π_j))"
+    BRADLEY_TERRY: (
+        "Bradley-Terry log-strengths fitted by maximum likelihood on every ballot's votes at once "
+        "(P(i beats j) = π_i / (π_i + π_j); a tie is half a win to each side)"
     ),
-    "worker_bradley_terry": (
-        "Bradley-Terry with a reliability per annotator (noisy Bradley-Terry): careless annotators weigh "
-        "less without being excluded"
-    ),
-    "noisy_bradley_terry": (
-        "Bradley-Terry with a reliability per annotator (noisy Bradley-Terry): careless annotators weigh "
-        "less without being excluded"
+    NOISY_BRADLEY_TERRY: (
+        "Bradley-Terry with each annotator's reliability and side bias fitted too (crowd-kit's noisy "
+        "Bradley-Terry): careless annotators weigh less without being excluded"
     ),
 }
 
 
 def model_label(model: str) -> str:
-    """The score model's name in words (``rescaled Borda``), or its code when it has none."""
-    return MODEL_LABELS.get(model, model.replace("_", " "))
+    """The score model's name in words (``SCORE_MODEL_LABELS``), or its code when it has none."""
+    return SCORE_MODEL_LABELS.get(model, model.replace("_", " "))
 
 
 def model_description(model: str) -> str:
