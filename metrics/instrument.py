@@ -59,7 +59,7 @@ CARD_VERSION = 9
 # Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
 FRAGILITY_MAX_STEPS = 200
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
-# The API and the card page compute a card in the request up to this many items (about 3 s); a larger
+# The API and the card page compute a card in the request up to this many items (about 4 s); a larger
 # one is computed in the background and they answer 202 meanwhile (the page with its progress).
 CARD_SYNC_ITEMS = 1000
 # The card's computation reports its steps done of CARD_STEPS in the cache while it runs (in a worker, or
@@ -151,8 +151,9 @@ def _card_progress_report(study: Study, done: int, *, running: bool = True) -> N
 
 
 def card_wait_seconds(item_count: int) -> int:
-    """How long a card of ``item_count`` items takes to compute, rounded up: about 3 s per 1000 items."""
-    return max(2, math.ceil(3 * item_count / 1000))
+    """How long a card of ``item_count`` items takes to compute, rounded up: about 4 s per 1000 items (3 s
+    for the metrology, 1 s to fit and compare the score models)."""
+    return max(2, math.ceil(4 * item_count / 1000))
 
 
 def card_json_data(value):
