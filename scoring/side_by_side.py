@@ -15,6 +15,7 @@ score model is computed.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -210,13 +211,13 @@ def side_by_side_page(*, study: Study, dataset, limit: int, weight_offset: float
     """What the results page shows of the score models for a finished study: each model (the study's own
     first), the first ``limit`` items of the study's ranking with every model's rank and score, and the
     models' agreement (``scoring.model_agreement.agreement_table``, ρ_w at n0 = ``weight_offset``) over
-    every item; per semantic area in a study ranked per area. ``{"pending": True}`` while a large study's
-    is computed in the background; None for a study that has not finished."""
+    every item; per semantic area in a study ranked per area. ``{"pending": True, "recheck": seconds}``
+    while a large study's is computed in the background; None for a study that has not finished."""
     if study.status != Study.Status.FINISHED:
         return None
     found = study_model_scores_or_request(study=study)
-    if found is None:
-        return {"pending": True}
+    if found is None:  # the page checks again once the fit should be done: about 1 s per 1000 items
+        return {"pending": True, "recheck": max(5, math.ceil(study.items.count() / 1000))}
     scores = {model: found.score[model] for model in found.fitted}
     models = [
         {

@@ -149,8 +149,11 @@ def test_a_large_study_is_fitted_in_the_background_and_shown_once_ready(
     cache.clear()  # the card's task at the finish fitted the models already: start without them
     with django_capture_on_commit_callbacks(execute=True):
         first = staff_client.get(reverse("scoring:results", args=[finished_study.slug]))
-    assert first.context["side_by_side"] == {"pending": True}
-    assert "being fitted to this study's votes in the background" in first.content.decode()
+    assert first.context["side_by_side"] == {"pending": True, "recheck": 5}
+    html = first.content.decode()
+    assert "being fitted to this study's votes in the background" in html
+    assert '<noscript><meta http-equiv="refresh" content="5"></noscript>' in html
+    assert 'data-recheck-after="5"' in html
     later = staff_client.get(reverse("scoring:results", args=[finished_study.slug]))
     assert later.context["side_by_side"]["pending"] is False
     assert [model["name"] for model in later.context["side_by_side"]["models"]] == list(MODELS_IN_ORDER)
