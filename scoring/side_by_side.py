@@ -135,7 +135,7 @@ def model_scores_compute(*, study: Study) -> ModelScores:
     fitted = models if item_count <= SIDE_BY_SIDE_MAX_ITEMS else (reference,)
     score, rank, area_rank = {}, {}, {}
     for model in models:  # a loop over the score models, not over items or votes
-        if model in fitted:
+        if model in fitted and len(votes):  # no vote, no score: every model leaves the items unscored
             score[model] = scores_from_votes(
                 model,
                 ballot=votes.ballot,

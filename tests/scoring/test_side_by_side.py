@@ -164,3 +164,13 @@ def test_a_running_study_has_no_side_by_side_yet(staff_client, db):
     response = staff_client.get(reverse("scoring:results", args=[study.slug]))
     assert response.context["side_by_side"] is None
     assert "Once the study has finished, every score model ranks" in response.content.decode()
+
+
+def test_a_study_without_votes_exports_every_models_columns_empty(staff_client, db):
+    study = make_study(seed=5, start=False)
+    response = staff_client.get(reverse("scoring:export-dataset-csv", args=[study.slug]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 15
+    assert {
+        row[f"{kind}_{model}"] for row in rows for model in MODELS_IN_ORDER for kind in ("score", "rank")
+    } == {""}
