@@ -115,8 +115,11 @@ class ModelScores:
 
 
 def _state_key(study: Study) -> str:
-    """The state the side-by-side is computed from: status, closed ballots and votes."""
-    votes = Vote.objects.filter(ballot__study=study).aggregate(count=Count("pk"), last=Max("pk"))
+    """The state the side-by-side is computed from: status, closed ballots and their votes (a vote in the
+    open ballot changes nothing here until its ballot closes)."""
+    votes = Vote.objects.filter(ballot__study=study, ballot__status=Ballot.Status.CLOSED).aggregate(
+        count=Count("pk"), last=Max("pk")
+    )
     closed = study.ballots.filter(status=Ballot.Status.CLOSED).count()
     return f"{study.status}:{closed}:{votes['count']}:{votes['last']}"
 
