@@ -15,7 +15,10 @@ from django.urls import reverse
 
 from collection import arrays
 from collection.models import Study
+from metrics.card_render import card_markdown
 from metrics.correlation import ranks_from_scores, weighted_spearman
+from metrics.instrument import instrument_card
+from metrics.models import StudyFigure
 from scoring import side_by_side
 from scoring.score_models import BORDA, SCORE_MODEL_LABELS, SCORE_MODELS, scores_from_votes
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
@@ -174,3 +177,20 @@ def test_a_study_without_votes_exports_every_models_columns_empty(staff_client, 
     assert {
         row[f"{kind}_{model}"] for row in rows for model in MODELS_IN_ORDER for kind in ("score", "rank")
     } == {""}
+
+
+def test_above_the_bound_only_the_studys_own_model_is_fitted_and_the_card_says_so(
+    staff_client, finished_study, monkeypatch
+):
+    monkeypatch.setattr(side_by_side, "SIDE_BY_SIDE_MAX_ITEMS", 10)  # 15 items: above the bound
+    cache.clear()
+    StudyFigure.objects.filter(study=finished_study).delete()
+    fitted = side_by_side.study_model_scores(study=finished_study)
+    assert fitted.fitted == (BORDA,)
+    response = staff_client.get(reverse("scoring:export-dataset-csv", args=[finished_study.slug]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [row["rank_borda"] for row in rows] == [row["final_rank"] for row in rows]
+    others = [model for model in MODELS_IN_ORDER if model != BORDA]
+    assert {row[f"score_{model}"] for row in rows for model in others} == {""}
+    text = card_markdown(instrument_card(study=finished_study))
+    assert f"Not fitted: {', '.join(others)}." in text
