@@ -28,6 +28,7 @@ from scoring.bradley_terry import bradley_terry, noisy_bradley_terry
 
 __all__ = [
     "BORDA",
+    "OFFERED_SCORE_MODELS",
     "BRADLEY_TERRY",
     "NOISY_BRADLEY_TERRY",
     "SCORE_MODELS",
@@ -39,6 +40,9 @@ BORDA = "borda"
 BRADLEY_TERRY = "bradley_terry"
 NOISY_BRADLEY_TERRY = "noisy_bradley_terry"
 SCORE_MODELS = (BORDA, BRADLEY_TERRY, NOISY_BRADLEY_TERRY)
+# The models a study may choose: Borda and those that beat it in the comparison of docs/protocols.md
+# ("Score models compared"); a model that does not win stays in the simulator only.
+OFFERED_SCORE_MODELS = (BORDA, BRADLEY_TERRY, NOISY_BRADLEY_TERRY)
 SCORE_MODEL_LABELS = {
     BORDA: "Rescaled Borda (Lombardo et al.)",
     BRADLEY_TERRY: "Bradley-Terry",
