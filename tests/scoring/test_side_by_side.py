@@ -20,7 +20,7 @@ from metrics.correlation import ranks_from_scores, weighted_spearman
 from metrics.instrument import instrument_card
 from metrics.models import StudyFigure
 from scoring import side_by_side
-from scoring.score_models import BORDA, SCORE_MODEL_LABELS, SCORE_MODELS, scores_from_votes
+from scoring.score_models import BORDA, BRADLEY_TERRY, SCORE_MODEL_LABELS, SCORE_MODELS, scores_from_votes
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 MODELS_IN_ORDER = (BORDA, *(model for model in SCORE_MODELS if model != BORDA))
@@ -194,3 +194,27 @@ def test_above_the_bound_only_the_studys_own_model_is_fitted_and_the_card_says_s
     assert {row[f"score_{model}"] for row in rows for model in others} == {""}
     text = card_markdown(instrument_card(study=finished_study))
     assert f"Not fitted: {', '.join(others)}." in text
+
+
+def test_a_study_ranked_by_bradley_terry_names_it_everywhere_and_puts_it_first(staff_client, db):
+    study = voted_study(score_model=BRADLEY_TERRY)
+    label = SCORE_MODEL_LABELS[BRADLEY_TERRY]
+    order = (BRADLEY_TERRY, *(model for model in SCORE_MODELS if model != BRADLEY_TERRY))
+    text = card_markdown(instrument_card(study=study))
+    assert f"ranking made by the score model {label} (bradley_terry)." in text.splitlines()[2]
+    assert f"- **Score model (made the ranking)**: {label} (bradley_terry)" in text
+    figure = instrument_card(study=study)["score_models"]
+    assert (figure["reference"], figure["models"]) == (BRADLEY_TERRY, list(order))
+    own = figure["table"]["models"][0]
+    assert own["reference"]["rho_w"] == pytest.approx(1.0) and own["top"]["shared"] == 10
+    response = staff_client.get(reverse("scoring:export-dataset-csv", args=[study.slug]))
+    reader = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    rows = list(reader)
+    assert reader.fieldnames[-2 * len(order) :] == [
+        f"{kind}_{model}" for model in order for kind in ("score", "rank")
+    ]
+    assert [row["rank_bradley_terry"] for row in rows] == [row["final_rank"] for row in rows]
+    assert np.array_equal(
+        [float(row["score_bradley_terry"]) for row in rows],
+        scores_here(study)[BRADLEY_TERRY][[int(row["index"]) for row in rows]],
+    )
