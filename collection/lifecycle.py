@@ -57,6 +57,7 @@ from scoring.borda import (
     select_survivors,
     select_survivors_by_stratum,
 )
+from scoring.score_models import BORDA, scores_from_votes
 
 logger = logging.getLogger(__name__)
 
@@ -473,6 +474,8 @@ def study_finish(*, study: Study, item_ids: np.ndarray, now: datetime) -> None:
     and mark the study finished. Called by the close of the last ballot, inside its transaction."""
     item_count = item_ids.size
     score, last_ballot = arrays.latest_scores(study_id=study.pk, item_count=item_count)
+    if study.score_model != BORDA:
+        score = _model_scores(study=study, item_count=item_count)
     order = final_order(score, last_ballot)
     rank = np.empty(item_count, dtype=np.int64)
     rank[order] = np.arange(1, item_count + 1)
@@ -494,6 +497,23 @@ def study_finish(*, study: Study, item_ids: np.ndarray, now: datetime) -> None:
     study.finished_at = now
     study.save(update_fields=["status", "finished_at"])
     logger.info("finished %s", study)
+
+
+def _model_scores(*, study: Study, item_count: int) -> np.ndarray:
+    """Every item's score under the study's score model from the votes of all its closed ballots (the
+    last one included: its row is saved closed before the finish)."""
+    votes = arrays.study_votes(study_id=study.pk, closed_only=True)
+    _, annotator = np.unique(votes.annotator, return_inverse=True)  # annotator codes 0 … A-1
+    return scores_from_votes(
+        study.score_model,
+        ballot=votes.ballot,
+        left=votes.left,
+        right=votes.right,
+        outcome=votes.outcome,
+        annotator=annotator,
+        item_count=item_count,
+        ballot_count=int(votes.ballot.max()) if votes.ballot.size else 0,
+    )
 
 
 # --- housekeeping (Celery beat) ------------------------------------------------------------------

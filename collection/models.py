@@ -23,6 +23,7 @@ from django.urls import reverse
 
 from collection import limits
 from common.models import BackgroundWork
+from scoring.score_models import BORDA, OFFERED_SCORE_MODELS, SCORE_MODEL_LABELS
 
 
 def _new_completion_code() -> str:
@@ -90,6 +91,20 @@ class Study(models.Model):
         help_text="Joint: the areas are ranked together, so a comparison may set a pair of one area against "
         "a pair of another. Per area (§2.1-2.2): comparisons only within an area, survivors and scores "
         "per area, one final ranking per area.",
+    )
+
+    # The final ranking's score model (scoring/score_models.py); the closes always select by ȳ (§2.5).
+    score_model = models.CharField(
+        max_length=32,
+        choices=[(name, SCORE_MODEL_LABELS[name]) for name in OFFERED_SCORE_MODELS],
+        default=BORDA,
+        help_text="The model that turns the votes of every closed ballot into the final ranking. Rescaled Borda "
+        "(Lombardo et al.) is the paper's and the default; the survivors of each ballot are always chosen by it. "
+        "Bradley-Terry fits every ballot's votes at once; the worker-aware Bradley-Terry also fits each "
+        "annotator's reliability and side bias, so careless or one-sided annotators weigh less without being "
+        "excluded. In simulations of the paper's setting both ranked the top more exactly than Borda with the "
+        "same votes, and the worker-aware one kept that lead with one-sided or random annotators in the crowd "
+        "(docs/protocols.md, “Score models compared”).",
     )
 
     ballot_count = models.PositiveSmallIntegerField(

@@ -122,6 +122,7 @@ class StudySerializer(StrictJSONTypes, serializers.ModelSerializer):
             *QUALITY_SETTINGS,
             "check_rate",
             "exclude_flagged_annotators",
+            "score_model",
             "status",
             "created_by",
             "duplicated_from",

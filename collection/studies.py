@@ -196,6 +196,8 @@ STUDY_SETTINGS: dict[str, StudySetting] = {
     # The rule that excludes flagged annotators when a ballot closes: it stops votes, so only while the
     # collection runs; closed ballots are never re-run (the results show the scores with and without).
     "exclude_flagged_annotators": StudySetting("exclude flagged annotators", _UNTIL_FINISHED, _COLLECTED),
+    # The finish scores the final ranking with it (collection.lifecycle.study_finish).
+    "score_model": StudySetting("score model", _UNTIL_FINISHED, "the final ranking was scored with it"),
 }
 
 QUALITY_SETTINGS = tuple(name for name in STUDY_SETTINGS if name.startswith("quality_"))

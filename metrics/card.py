@@ -7,7 +7,7 @@ says. ``metrics.card_render`` writes the document as Markdown and draws its figu
 
 PURE module: the standard library, ``common.numbers`` and ``scoring.quality`` only. Numbers are shown
 with three or four significant digits; a value that was not measured (None, NaN) is written "not
-measured", never "nan". The module is long because it holds the card's text: nine sections of prose,
+measured", never "nan". The module is long because it holds the card's text: ten sections of prose,
 one function each.
 """
 
@@ -236,6 +236,7 @@ class CardDocument:
     version: int | None
     notices: tuple[str, ...]
     sections: tuple[Section, ...]
+    score_model: str = ""  # the model that made the ranking, in words with its code
 
 
 # --- the document ----------------------------------------------------------------------------------
@@ -288,6 +289,7 @@ def card_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None
         _chance(card),
         _citation(card),
         _changes(card),
+        _score_models(card),
     )
     return CardDocument(
         title=study.get("name", ""),
@@ -296,6 +298,7 @@ def card_document(card: Mapping, *, item_labels: Mapping[int, str] | None = None
         version=card.get("version"),
         notices=tuple(notices),
         sections=sections,
+        score_model=score_model_text(card),
     )
 
 
@@ -336,6 +339,7 @@ def _procedure(card: Mapping) -> Section:
                     f"{count(procedure.get('items'))}: unordered pairs of two distinct tokens of one semantic area (§2.2)",
                 ),
                 ("Semantic areas", count(len(areas))),
+                ("Score model (made the ranking)", score_model_text(card)),
                 (
                     "Ranking",
                     "one ranking per semantic area: comparisons, survivors and scores within each area (§2.1-2.2)"
@@ -1249,3 +1253,103 @@ def _changes(card: Mapping) -> Section:
             )
         )
     return Section("changes", "9. Changes after the start", "Welty §5.1", tuple(blocks))
+
+
+# --- the score models (issue 37) ---------------------------------------------------------------------
+
+PROTOCOLS_DOC = "docs/protocols.md"
+
+
+def score_model_text(card: Mapping) -> str:
+    """The score model that made the ranking, in words with its code: "rescaled Borda (borda)". Cards
+    before version 9 name none: their rankings were made by rescaled Borda, the only model then."""
+    model = (card.get("procedure") or {}).get("score_model") or {
+        "name": "borda",
+        "label": "rescaled Borda",
+    }
+    return f"{model.get('label') or model.get('name')} ({model.get('name')})"
+
+
+def _model_name(entry: Mapping) -> str:
+    return str(entry.get("label") or entry.get("model"))
+
+
+def _models_tables(table: Mapping, where: str) -> list:
+    """The table of the models against the reference, and the models' pairwise ρ_w, of one ranking."""
+    models = table.get("models") or []
+    k = table.get("top_k")
+    rows = []
+    for entry in models:
+        reference, top = entry.get("reference") or {}, entry.get("top") or {}
+        rows.append(
+            (
+                _model_name(entry),
+                str(entry.get("description") or entry.get("model")),
+                number(reference.get("rho_w")),
+                number(reference.get("tau_w")),
+                number(reference.get("rho")),
+                number(reference.get("tau")),
+                f"{count(top.get('shared'))} of {count(top.get('k'))}" if top.get("k") else NOT_MEASURED,
+            )
+        )
+    names = [_model_name(entry) for entry in models]
+    matrix = (table.get("matrix") or {}).get("rho_w") or []
+    return [
+        Table(
+            header=("Score model", "What it is", "ρ_w", "τ_w", "ρ", "τ", f"Top-{k} overlap"),
+            rows=tuple(rows),
+            numeric=(False, False, True, True, True, True, True),
+            caption=(
+                f"Each score model's ranking of the same votes against the study's ranking{where}: ρ_w and τ_w "
+                f"at n0 = {_setting(table.get('weight_offset'))} (Lombardo et al. Eq. 8–9), ρ and τ (Eq. 7), over "
+                f"{count(table.get('items'))} items, and how many of the study's first {k} items the model also "
+                f"ranks among its first {k}."
+            ),
+        ),
+        Table(
+            header=("ρ_w", *names),
+            rows=tuple(
+                (name, *(number(value) for value in row)) for name, row in zip(names, matrix, strict=True)
+            ),
+            numeric=(False, *(True for _ in names)),
+            caption=f"ρ_w between the score models' rankings{where}, each pair over the items both score.",
+        ),
+    ]
+
+
+def _score_models(card: Mapping) -> Section:
+    figure = card.get("score_models")
+    blocks: list = [
+        Paragraph(
+            f"The study's ranking was made by {score_model_text(card)}. Rescaled Borda (Lombardo et al., Eq. 1, "
+            "5, 6) is the default and the reference of the paper; another score model is offered as a study's "
+            "score model only where the score models' comparison at equal budget, on crowds drawn from the "
+            f"paper's voter model, shows that it wins ({PROTOCOLS_DOC} records the tables, for each distribution "
+            "and crowd mix, and the command). Below, every score model scores the same votes, those of the closed ballots that "
+            "the ranking counts, and its ranking is set beside the study's."
+        )
+    ]
+    if not figure:
+        blocks.append(Paragraph("Not measured yet: the score models are compared once the study has finished."))
+        return Section("score-models", "10. Score models", "Lombardo et al. Eq. 8–9", tuple(blocks))
+    left_out = [model for model in figure.get("models") or [] if model not in (figure.get("fitted") or [])]
+    if left_out:
+        blocks.append(
+            Paragraph(
+                f"Not fitted: {', '.join(left_out)}. The study has {count(figure.get('items'))} items, more than "
+                f"the {count(figure.get('max_items'))} for which every score model is fitted; only the study's "
+                "own model is."
+            )
+        )
+    if figure.get("part") == "development":
+        blocks.append(
+            Paragraph(
+                "Over the public development part only: the items of the hidden test part are left out of every "
+                "ranking compared here."
+            )
+        )
+    if figure.get("table"):
+        blocks.extend(_models_tables(figure["table"], ""))
+    for area in figure.get("areas") or []:  # a study ranked per area: each area is its own ranking
+        blocks.extend(_models_tables(area, f" in the area {area.get('area')}"))
+    return Section("score-models", "10. Score models", "Lombardo et al. Eq. 8–9", tuple(blocks))

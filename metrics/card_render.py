@@ -207,7 +207,10 @@ def card_markdown(
         return "#" * (heading_level + depth) + " " + text
 
     parts = [heading(0, f"Instrument card: {document.title}")]
-    parts.append(f"Study `{document.slug}`, status **{document.status}**, card version {document.version}.")
+    parts.append(
+        f"Study `{document.slug}`, status **{document.status}**, card version {document.version}, "
+        f"ranking made by the score model {document.score_model}."
+    )
     parts += [f"> **{notice}**" for notice in document.notices]
     appendix = []
     for section in document.sections:

@@ -42,6 +42,7 @@ from metrics.hub_card import HubExport, HubOptions, dataset_card
 from metrics.instrument import card_json_data, instrument_card
 from scoring.borda import ranks_within
 from scoring.selectors import study_dataset
+from scoring.side_by_side import study_model_scores
 
 BATCH_ROWS = 50_000  # votes written per Parquet row group: memory stays flat however many votes
 PSEUDONYM_HEX = 16  # 64 bits of HMAC-SHA256 per annotator: no collision in any crowd the limits allow
@@ -66,6 +67,18 @@ ITEM_SCHEMA = pa.schema(
         ("last_ballot", pa.int16()),
     ]
 )
+
+
+def item_schema(models) -> pa.Schema:
+    """``ITEM_SCHEMA`` and, for each score model, ``score_<model>`` and ``rank_<model>``."""
+    fields = [
+        pa.field(f"{kind}_{model}", pa.float64() if kind == "score" else pa.int32())
+        for model in models
+        for kind in ("score", "rank")
+    ]
+    return pa.schema([*ITEM_SCHEMA, *fields])
+
+
 VOTE_SCHEMA = pa.schema(
     [
         ("ballot", pa.int16()),
@@ -231,6 +244,14 @@ def _items_table(study: Study, hidden: np.ndarray, card: Mapping) -> pa.Table:
     area_rank = ranks_within(area_code, rank)
     precision = {row["index"]: row for row in ((card.get("precision") or {}).get("items") or [])}
     shown = np.concatenate([public_order, np.flatnonzero(public & ~ranked)])  # unranked ones last
+    # Every score model's score, and its place among the public items (no gap where a hidden one stands).
+    side_by_side = study_model_scores(study=study)
+    schema = item_schema(side_by_side.models)
+    model_columns = {}
+    for model in side_by_side.models:  # a loop over the score models, not items
+        model_rank = np.where(public, ranks_within(hidden, side_by_side.rank[model]), 0)
+        model_columns[f"score_{model}"] = side_by_side.score[model][shown]
+        model_columns[f"rank_{model}"] = model_rank[shown]
     columns = {name: [] for name in ITEM_SCHEMA.names}
     for position in shown.tolist():  # a row per item, once: the table is the output
         index = int(dataset.index[position])
@@ -247,7 +268,13 @@ def _items_table(study: Study, hidden: np.ndarray, card: Mapping) -> pa.Table:
         columns["lower"].append(figures.get("lower"))
         columns["upper"].append(figures.get("upper"))
         columns["last_ballot"].append(int(dataset.last_ballot[position]) or None)
-    return pa.table(columns, schema=ITEM_SCHEMA)
+    for name, values in model_columns.items():
+        columns[name] = (
+            np.where(np.isfinite(values), values, None).tolist()
+            if name.startswith("score_")
+            else [int(value) or None for value in values.tolist()]
+        )
+    return pa.table(columns, schema=schema)
 
 
 def _vote_batches(study: Study) -> Iterator[dict]:

@@ -51,9 +51,13 @@ COLUMN_NOTES = {
         "area": "its semantic area",
         "rank": "its place in the final ranking of the public items (1 = most related)",
         "area_rank": "its place among the public items of its area",
-        "score": "ȳ, its final score: the mean of its rescaled Borda win ratios (Eq. 5)",
+        "score": "its final score under the study's score model, which the instrument card names (rescaled Borda, "
+        "the default: ȳ, the mean of its rescaled win ratios, Eq. 5)",
         "sd, lower, upper": "the bootstrap SD of ȳ and its 2.5 and 97.5 percentiles (the card's precision)",
         "last_ballot": "the last ballot it took part in: later ballots hold the higher-ranked items",
+        "score_<model>, rank_<model>": "each score model's score of the item from the same votes (those of the "
+        "closed ballots) and its place among the public items under that model; the study's own model first "
+        "(the instrument card names it and compares the models)",
     },
     "votes": {
         "ballot": "the ballot the comparison belonged to",

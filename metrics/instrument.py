@@ -28,6 +28,7 @@ from metrics.figures import (
     DEFAULT_WEIGHT_OFFSET,
     cached,
     chance_for,
+    score_model_comparison,
     stored_figure,
     study_replicates,
 )
@@ -41,7 +42,9 @@ from metrics.metrology import (
 from metrics.selectors import current_scores, finished_replications, study_votes
 from scoring.exclusion import scores_without_excluded
 from scoring.fragility import VoteTable, removals_to_change
+from scoring.score_models import SCORE_MODELS
 from scoring.selectors import study_check_tally, study_crowd
+from scoring.side_by_side import model_description, model_label, study_score_model
 
 # 3: "changes", the settings changed after the start. 4: precision, reproducibility and chance level
 # from the study's one set of bootstrap replicates and chance level, shared with the leaderboard.
@@ -50,17 +53,19 @@ from scoring.selectors import study_check_tally, study_crowd
 # 7: "split", the hidden test part of a study that keeps one; the per-item precision rows of such a
 # study list its development part only. 8: "crowd", the votes of people and of simulated annotators
 # apart, with the α of the people's votes alone; "checks", the check rate and the answers to the checks.
-CARD_VERSION = 8
+# 9: "score_model" in the procedure, the model that made the ranking; "score_models", every score model's
+# ranking against the reference and each other (metrics.figures.score_model_comparison).
+CARD_VERSION = 9
 # Removals the fragility search tries per contested pair before it gives up (scoring/fragility.py).
 FRAGILITY_MAX_STEPS = 200
 SPLIT_HALF_STREAM = 12  # the study's seed drawn with this stream for the split halves
-# The API and the card page compute a card in the request up to this many items (about 3 s); a larger
+# The API and the card page compute a card in the request up to this many items (about 4 s); a larger
 # one is computed in the background and they answer 202 meanwhile (the page with its progress).
 CARD_SYNC_ITEMS = 1000
 # The card's computation reports its steps done of CARD_STEPS in the cache while it runs (in a worker, or
 # after the response on the embedded default), so that the API's 202 can say how far it has gone.
 CARD_PROGRESS_KEY = "card-progress:{}"
-CARD_STEPS = 7
+CARD_STEPS = 8
 # A request asks for the card's computation at most once while this mark lasts: card_wait_seconds after
 # the ask, and CARD_STEP_SECONDS after each step a running computation reports (one that has not
 # reported for that long is taken as lost, and the next request asks again).
@@ -146,8 +151,9 @@ def _card_progress_report(study: Study, done: int, *, running: bool = True) -> N
 
 
 def card_wait_seconds(item_count: int) -> int:
-    """How long a card of ``item_count`` items takes to compute, rounded up: about 3 s per 1000 items."""
-    return max(2, math.ceil(3 * item_count / 1000))
+    """How long a card of ``item_count`` items takes to compute, rounded up: about 4 s per 1000 items (3 s
+    for the metrology, 1 s to fit and compare the score models)."""
+    return max(2, math.ceil(4 * item_count / 1000))
 
 
 def card_json_data(value):
@@ -180,7 +186,9 @@ def _card_depends_on(study: Study) -> str:
     depends_on += f"|exclusions:{exclusions['last']}@{exclusions['lifted']}"
     # Check answers are no votes: the study's state does not move with them.
     answers = CheckAnswer.objects.filter(annotator__study=study).aggregate(last=Max("pk"))
-    return depends_on + f"|checks:{answers['last']}"
+    depends_on += f"|checks:{answers['last']}"
+    # The score models offered, and the study's own: one added or chosen is a new "Score models" section.
+    return depends_on + f"|models:{study_score_model(study)}+{','.join(SCORE_MODELS)}"
 
 
 def card_refresh_on_finish(sender, instance: Study, update_fields=None, **kwargs) -> None:
@@ -249,6 +257,7 @@ def _compute_card(study: Study) -> dict:
             "instructions": study.instructions,
             "allow_ties": study.allow_ties,
             "ranking_scope": study.ranking_scope,
+            "score_model": _score_model(study),
             "item_source": study.item_source or "not recorded",
             "areas": areas,
             "tokens": study.tokens.count(),
@@ -291,6 +300,7 @@ def _compute_card(study: Study) -> dict:
         card["fragility"] = card["exclusions"] = None
         card["reproducibility"] = []
         card["areas"] = _area_figures(study, every_vote, np.full(item_count, np.nan), None)
+        card["score_models"] = None
         _card_progress_report(study, CARD_STEPS)
         return card
 
@@ -373,8 +383,23 @@ def _compute_card(study: Study) -> dict:
     _card_progress_report(study, 6)
     card["fragility"] = _fragility(study, votes)
     card["exclusions"] = _exclusions(study)
+    _card_progress_report(study, 7)
+    # Every model's ranking is measured against the final one: a running study has none yet.
+    card["score_models"] = (
+        score_model_comparison(study=study) if study.status == Study.Status.FINISHED else None
+    )
+    if card["score_models"] is not None:
+        for entries in [card["score_models"]["table"], *card["score_models"]["areas"]]:
+            for entry in (entries or {}).get("models", []):
+                entry.update(label=model_label(entry["model"]), description=model_description(entry["model"]))
     _card_progress_report(study, CARD_STEPS)
     return card
+
+
+def _score_model(study: Study) -> dict:
+    """The score model that made the study's ranking: its code, name and what it is."""
+    model = study_score_model(study)
+    return {"name": model, "label": model_label(model), "description": model_description(model)}
 
 
 def _nominal_alpha(pair_low: np.ndarray, pair_high: np.ndarray, winner_is_low: np.ndarray) -> dict | None:

@@ -6,6 +6,8 @@ as the close made them. ``scores_without_excluded`` recomputes every closed ball
 rescaled scores (Eq. 1, 5, 6, through ``scoring.borda.study_scores``, the closes' own functions) from the
 votes of the annotators NOT excluded, over the same ballots and items, and reports them beside the
 scores with every vote: the results page, ``without-excluded.csv`` and the instrument card show them.
+A study whose score model is not rescaled Borda gets both sets of scores from that model
+(``scoring.score_models.scores_from_votes``), as its final ranking.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collection.exclusion import annotator_exclude
 from collection.models import Annotator, Ballot, ExcludedVote, Exclusion, Item, Study
 from metrics.correlation import kendall, ranks_from_scores, spearman
 from scoring.borda import final_order, study_scores
+from scoring.score_models import BORDA, scores_from_votes
 from scoring.selectors import QUALITY_FLAGS, annotator_figures
 
 logger = logging.getLogger(__name__)
@@ -135,6 +138,27 @@ def scores_without_excluded(*, study: Study, always: bool = False) -> ScoresWith
     empty = np.full(item_count, np.nan)
     score_with = with_all[-1].score if with_all else empty
     score_without = without[-1].score if without else empty
+    if study.score_model != BORDA:  # the final ranking's model, with and without their votes
+        _, annotator = np.unique(votes.annotator, return_inverse=True)
+        columns = dict(item_count=item_count, ballot_count=ballots_closed)
+        score_with = scores_from_votes(
+            study.score_model,
+            ballot=votes.ballot,
+            left=votes.left,
+            right=votes.right,
+            outcome=votes.outcome,
+            annotator=annotator,
+            **columns,
+        )
+        score_without = scores_from_votes(
+            study.score_model,
+            ballot=votes.ballot[kept],
+            left=votes.left[kept],
+            right=votes.right[kept],
+            outcome=votes.outcome[kept],
+            annotator=annotator[kept],
+            **columns,
+        )
     _, last_ballot = arrays.latest_scores(study_id=study.pk, item_count=item_count)
     both = np.isfinite(score_with) & np.isfinite(score_without)
     rho = tau = float("nan")

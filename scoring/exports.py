@@ -1,7 +1,8 @@
 """Selectors of the exports: every vote, every check answer and every annotator as CSV rows, and the study part of the JSON
 dataset.
 
-The dataset itself is ``scoring.selectors.study_dataset``.
+The dataset itself is ``scoring.selectors.study_dataset``; its exports add every score model's score and rank
+(``score_<model>``, ``rank_<model>``, ``scoring.side_by_side``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collection.crowd import OUTCOMES, PLATFORM_PARAMETERS, participant_code
 from collection.models import Annotator, CheckAnswer, Exclusion, Item, Study, Vote
 from collection.studies import study_area_plans
 from common.errors import ServiceError
-from scoring.selectors import annotator_figures, study_overview
+from scoring.selectors import StudyDataset, annotator_figures, study_overview
+from scoring.side_by_side import score_columns, study_model_scores
 
 # The annotator's crowd platform parameters and, with the study's participant_codes, their own codes.
 CROWD_COLUMNS = (*PLATFORM_PARAMETERS.values(), *(f"code_{outcome}" for outcome in OUTCOMES))
@@ -411,3 +413,23 @@ def _item_tokens(study: Study) -> dict[int, tuple[str, str]]:
     """Each item's two tokens, by id (one query)."""
     rows = Item.objects.filter(study=study).values_list("id", "token_a__text", "token_b__text")
     return {item_id: (token_a, token_b) for item_id, token_a, token_b in rows}
+
+
+def dataset_export_columns(*, dataset: StudyDataset) -> tuple[str, ...]:
+    """The columns of ``dataset.csv``: the dataset's, then ``score_<model>`` and ``rank_<model>`` of every
+    score model, the study's own first."""
+    return dataset.columns + score_columns(study_model_scores(study=dataset.study).models)
+
+
+def dataset_export_csv_rows(*, dataset: StudyDataset) -> Iterator[list]:
+    """The rows of ``dataset.csv`` in index order, matching ``dataset_export_columns``: every score model
+    scores the votes of the closed ballots, those the final ranking counts."""
+    side_by_side = study_model_scores(study=dataset.study)  # now, before the first row is sent
+    # Index order: an item's position is its index.
+    return (cells + side_by_side.cells(position) for position, cells in enumerate(dataset.csv_rows()))
+
+
+def dataset_export_rows(*, dataset: StudyDataset) -> Iterator[dict]:
+    """The items of ``dataset.json`` in index order: the dataset's row and every model's score and rank."""
+    side_by_side = study_model_scores(study=dataset.study)  # now, before the first row is sent
+    return (row | side_by_side.fields(position) for position, row in enumerate(dataset.rows()))

@@ -16,6 +16,13 @@ Each final ranking (ties averaged) is measured against the theoretical ranking b
 (``top_k_overlap``: the share of the true top K among the K best scores, ties split evenly; with K
 items on both sides recall@K and P@K are the same number).
 
+``score_model_figures`` ranks the adaptive protocol's votes by each score model
+(``scoring.score_models``): the same simulated votes scored by rescaled Borda, Bradley-Terry and the
+worker-aware Bradley-Terry, so the budget is exactly equal; and the variant where the model also picks
+the survivors at every close (other votes, the same ballot sizes, so the same budget). The crowd is the
+§4.1 crowd or one of ``scoring.simulation.CROWD_MIXES``; ``paired_differences`` tests each model
+against Borda, paired over repetitions.
+
 ``budget_to_reach`` finds, per protocol, the smallest budget whose figures reach a target
 (``scoring.plan_search.Target``) by galloping and bisection on a grid of budgets, on the same crowds
 for every budget (common random numbers): the adaptive protocol's budgets are its N_comp for M = 2, 4,
@@ -48,7 +55,16 @@ from scoring.elimination import (
 )
 from scoring.plan import ballot_sizes, comparisons_for
 from scoring.plan_search import Target, figure_summary, top_k_overlap
-from scoring.simulation import SimulationConfig, draw_voters, run_adaptive, run_uniform, theoretical_ranks
+from scoring.score_models import BORDA, SCORE_MODELS, scores_from_votes
+from scoring.simulation import (
+    CROWD_MIXES,
+    SimulationConfig,
+    draw_voters,
+    run_adaptive,
+    run_uniform,
+    theoretical_ranks,
+    with_crowd_mix,
+)
 
 __all__ = [
     "CORRELATIONS",
@@ -57,7 +73,9 @@ __all__ = [
     "budget_to_reach",
     "compare_at_budget",
     "measure_keys",
+    "paired_differences",
     "protocol_figures",
+    "score_model_figures",
 ]
 
 PROTOCOLS = ("uniform", "adaptive", "elimination")
@@ -182,26 +200,142 @@ def protocol_figures(
                 delta=protocols.delta,
                 rng=np.random.default_rng(streams["elimination"]),
             ).score
+    return {name: _measures(rows, z, voter_model.weight_offset, top_ks) for name, rows in scores.items()}
+
+
+def _measures(rows: np.ndarray, z: np.ndarray, n0: float, top_ks: Sequence[int]) -> dict[str, np.ndarray]:
+    """ρ_w, τ_w (Eq. 8-9), ρ, τ and recall/P@K of each row of scores against the ranks by |z|."""
     truth = theoretical_ranks(z)
     true_order = np.argsort(-np.abs(z), kind="stable")
-    n0 = voter_model.weight_offset
-    figures = {}
-    for name, rows in scores.items():
-        estimated = np.vstack([ranks_from_scores(row) for row in rows])
-        values = {
-            "rho_w": weighted_spearman_rows(truth, estimated, n0),
-            "tau_w": weighted_kendall_rows(truth, estimated, n0),
-            "rho": spearman_rows(truth, estimated),
-            "tau": kendall_rows(truth, estimated),
-        }
-        for k in top_ks:
-            truth_top = np.zeros(z.size, dtype=bool)
-            truth_top[true_order[:k]] = True
-            share = top_k_overlap(rows, truth_top, k) / k
-            values[f"recall@{k}"] = share
-            values[f"precision@{k}"] = share.copy()
-        figures[name] = values
-    return figures
+    estimated = np.vstack([ranks_from_scores(row) for row in rows])
+    values = {
+        "rho_w": weighted_spearman_rows(truth, estimated, n0),
+        "tau_w": weighted_kendall_rows(truth, estimated, n0),
+        "rho": spearman_rows(truth, estimated),
+        "tau": kendall_rows(truth, estimated),
+    }
+    for k in top_ks:
+        truth_top = np.zeros(z.size, dtype=bool)
+        truth_top[true_order[:k]] = True
+        share = top_k_overlap(rows, truth_top, k) / k
+        values[f"recall@{k}"] = share
+        values[f"precision@{k}"] = share.copy()
+    return values
+
+
+SELECTS = ":selects"  # suffix of the variant where the score model also picks the survivors
+
+
+def score_model_figures(
+    protocols: Protocols,
+    *,
+    similarity,
+    voter_model: SimulationConfig,
+    seeds: Sequence[np.random.SeedSequence],
+    crowd: str = "paper",
+    models: Sequence[str] = SCORE_MODELS,
+    top_ks: Sequence[int] = (10, 50, 100),
+    model_selects: bool = True,
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """The adaptive protocol's votes ranked by each score model, and the comparisons each variant made.
+
+    Repetition r draws the crowd of ``protocol_figures`` (the same voters for the same seed), turned
+    into ``crowd`` (``with_crowd_mix``), and runs the adaptive protocol on the vote stream that
+    ``protocol_figures`` gives it, so the ``borda`` variant is ``protocol_figures``' adaptive protocol
+    on that crowd. Variant ``<model>`` scores those same votes by ``model`` (``scores_from_votes``,
+    every ballot's votes); variant ``<model>:selects`` (with ``model_selects``, for models other than
+    Borda) reruns the ballots on the same stream with the survivors of each close chosen by ``model``
+    fitted on the votes so far, and scores the final ranking by ``model``.
+
+    Returns ``({variant: {measure: values over repetitions}}, {variant: comparisons per repetition}``).
+    """
+    z = np.asarray(similarity, dtype=np.float64)
+    if z.size != protocols.item_count:
+        raise ValueError(f"expected {protocols.item_count} similarities, got {z.size}")
+    unknown = sorted(set(models) - set(SCORE_MODELS))
+    if unknown or not models:
+        raise ValueError(f"unknown score models {unknown}; choose from {', '.join(SCORE_MODELS)}")
+    if crowd not in CROWD_MIXES:
+        raise ValueError(f"crowd must be one of {', '.join(CROWD_MIXES)}, got {crowd!r}")
+    top_ks = sorted({int(k) for k in top_ks if 1 <= k < z.size})
+    variants = list(models) + [m + SELECTS for m in models if model_selects and m != BORDA]
+    scores = {name: np.empty((len(seeds), z.size)) for name in variants}
+    comparisons = {name: np.zeros(len(seeds), dtype=np.int64) for name in variants}
+
+    def scored(model: str, record: list) -> np.ndarray:
+        return scores_from_votes(
+            model,
+            ballot=np.concatenate([np.full(b["left"].size, k) for k, b in enumerate(record, start=1)]),
+            left=np.concatenate([b["left"] for b in record]),
+            right=np.concatenate([b["right"] for b in record]),
+            outcome=np.concatenate([b["outcome"] for b in record]),
+            annotator=np.concatenate([b["voter"] for b in record]),
+            item_count=z.size,
+            ballot_count=len(record),
+        )
+
+    for row, seed in enumerate(seeds):
+        voter_seed, vote_seed = _children(seed, 2)
+        voters = with_crowd_mix(draw_voters(z, voter_model, np.random.default_rng(voter_seed)), crowd)
+        stream = _children(vote_seed, len(PROTOCOLS))[PROTOCOLS.index("adaptive")]
+        record: list = []
+        run_adaptive(voters, protocols.sizes, protocols.appearances, np.random.default_rng(stream), record)
+        spent = sum(b["left"].size for b in record)
+        for model in models:
+            scores[model][row] = scored(model, record)
+            comparisons[model][row] = spent
+        for model in models:
+            if not model_selects or model == BORDA:
+                continue
+            rerun: list = []
+            run_adaptive(
+                voters,
+                protocols.sizes,
+                protocols.appearances,
+                np.random.default_rng(stream),
+                rerun,
+                selection=lambda so_far, model=model: scored(model, so_far),
+            )
+            scores[model + SELECTS][row] = scored(model, rerun)
+            comparisons[model + SELECTS][row] = sum(b["left"].size for b in rerun)
+    figures = {name: _measures(rows, z, voter_model.weight_offset, top_ks) for name, rows in scores.items()}
+    return figures, comparisons
+
+
+def paired_differences(figures: dict[str, dict[str, np.ndarray]], reference: str = BORDA) -> dict:
+    """Each variant minus ``reference``, paired over repetitions, for every measure.
+
+    ``{variant: {measure: {"mean", "sd", "low", "high", "p", "wins"}}}``: the mean difference, its sd
+    (ddof 1), the 95% t interval of the mean, the two-sided p of the paired t-test (Student 1908;
+    ``scipy.stats.ttest_rel``; None when every difference is the same), and the repetitions in which
+    the variant did better.
+    """
+    from scipy import stats  # on first use: scipy.stats stays out of processes that never compare
+
+    out = {}
+    for name, measures in figures.items():
+        if name == reference:
+            continue
+        out[name] = {}
+        for key, values in measures.items():
+            difference = values - figures[reference][key]
+            count = difference.size
+            mean = float(difference.mean())
+            sd = float(difference.std(ddof=1)) if count > 1 else math.nan
+            if count > 1 and sd > 0:
+                half = float(stats.t.ppf(0.975, count - 1)) * sd / math.sqrt(count)
+                p = float(stats.ttest_rel(values, figures[reference][key]).pvalue)
+            else:
+                half, p = math.nan, math.nan
+            out[name][key] = {
+                "mean": mean,
+                "sd": None if math.isnan(sd) else sd,
+                "low": None if math.isnan(half) else mean - half,
+                "high": None if math.isnan(half) else mean + half,
+                "p": None if math.isnan(p) else p,
+                "wins": int((difference > 0).sum()),
+            }
+    return out
 
 
 def compare_at_budget(

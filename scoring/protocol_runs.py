@@ -7,11 +7,20 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from scoring.datafiles import EMBEDDING_SIMILARITY_CSV, read_similarity_csv
 from scoring.plan import appearances_for_budget, ballot_sizes
 from scoring.plan_search import Target, measure_label
 from scoring.plots import PALETTE, Interval, Series, intervals_svg, scatter_svg
-from scoring.protocol_comparison import PROTOCOLS, Protocols, budget_to_reach, compare_at_budget
+from scoring.protocol_comparison import (
+    PROTOCOLS,
+    Protocols,
+    budget_to_reach,
+    compare_at_budget,
+    paired_differences,
+    score_model_figures,
+)
 from scoring.simulation import SimulationConfig, underlying_similarity
 
 ProgressCallback = Callable[[int, int], None]
@@ -238,3 +247,99 @@ def comparison_svgs(result: dict, *, distribution: str = "") -> dict[str, str]:
                 y_limits=(0.0, 1.0),
             )
     return figures
+
+
+def score_model_comparison_run(
+    *,
+    protocols: Protocols,
+    similarity,
+    voter_model: SimulationConfig,
+    crowds: Sequence[str],
+    repetitions: int,
+    seed: int,
+    top_ks: Sequence[int] = (10, 50, 100),
+    model_selects: bool = True,
+    progress: ProgressCallback | None = None,
+) -> dict:
+    """The adaptive protocol's votes ranked by every score model, per crowd (``score_model_figures``),
+    with each model's paired difference to Borda; ``progress(done, total)`` counts the crowds."""
+    started = time.perf_counter()
+    top_ks = sorted({int(k) for k in top_ks if 1 <= int(k) < protocols.item_count})
+    seeds = np.random.SeedSequence(seed).spawn(int(repetitions))
+    by_crowd = {}
+    for done, crowd in enumerate(crowds, start=1):
+        figures, comparisons = score_model_figures(
+            protocols,
+            similarity=similarity,
+            voter_model=voter_model,
+            seeds=seeds,
+            crowd=crowd,
+            top_ks=top_ks,
+            model_selects=model_selects,
+        )
+        by_crowd[crowd] = {
+            "figures": {
+                name: {key: _summary(values) for key, values in measures.items()}
+                for name, measures in figures.items()
+            },
+            "against_borda": paired_differences(figures),
+            "comparisons": {name: sorted(set(counts.tolist())) for name, counts in comparisons.items()},
+        }
+        if progress:
+            progress(done, len(crowds))
+    return {
+        "parameters": {
+            **protocols.as_dict(),
+            "repetitions": repetitions,
+            "seed": seed,
+            "top_ks": top_ks,
+            "voter_count": voter_model.voter_count,
+            "nonconformity": [voter_model.nonconformity_min, voter_model.nonconformity_max],
+            "oversight": [voter_model.oversight_min, voter_model.oversight_max],
+            "weight_offset": voter_model.weight_offset,
+            "crowds": list(crowds),
+            "model_selects": model_selects,
+        },
+        "crowds": by_crowd,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _summary(values) -> dict:
+    values = np.asarray(values, dtype=np.float64)
+    return {
+        "mean": float(values.mean()),
+        "sd": float(values.std(ddof=1)) if values.size > 1 else None,
+        "p10": float(np.percentile(values, 10)),
+        "p90": float(np.percentile(values, 90)),
+    }
+
+
+def score_model_table(result: dict, *, distribution: str = "") -> str:
+    """Markdown tables, one per crowd: each variant's mean ± sd, and under it its paired difference to
+    Borda with the paired t-test's p (bold: p < 0.01)."""
+    p = result["parameters"]
+    keys = ["rho_w", "tau_w"] + [f"recall@{k}" for k in p["top_ks"]]
+    lines = [
+        f"{p['item_count']:,} items{f', {distribution} similarities' if distribution else ''}, adaptive plan "
+        f"n_b = {p['ballot_count']}, α = {p['keep_fraction']:g}, M = {p['appearances']} (N_comp = {p['budget']:,}); "
+        f"{p['voter_count']} voters; mean ± sd over {p['repetitions']} repetitions (seed {p['seed']}), "
+        f"{result['seconds']:.0f} s.",
+    ]
+    for crowd, entry in result["crowds"].items():
+        lines += ["", f"Crowd: {crowd}", ""]
+        lines.append("| score model | " + " | ".join(measure_label(key) for key in keys) + " | comparisons |")
+        lines.append("|---" * (len(keys) + 2) + "|")
+        for name, measures in entry["figures"].items():
+            cells = [f"{measures[key]['mean']:.3f} ± {measures[key]['sd'] or 0:.3f}" for key in keys]
+            spent = ", ".join(f"{c:,}" for c in entry["comparisons"][name])
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {spent} |")
+            if name in entry["against_borda"]:
+                diff = entry["against_borda"][name]
+                cells = []
+                for key in keys:
+                    d = diff[key]
+                    text = f"{d['mean']:+.3f} (p {d['p']:.1g})" if d["p"] is not None else f"{d['mean']:+.3f}"
+                    cells.append(f"**{text}**" if d["p"] is not None and d["p"] < 0.01 else text)
+                lines.append("| − borda | " + " | ".join(cells) + " | |")
+    return "\n".join(lines)

@@ -20,6 +20,10 @@ Differences from the paper's public code, where it departs from the paper's equa
 σ*·(1 - z²) as in §4.1.1 (the code uses σ*·z·(1 - z)); ranks of tied scores are averaged instead of
 being broken by item index (which, with items numbered by true rank, leaks the answer); the
 adaptive scores follow Eq. 5 (see ``scoring.borda``).
+
+Crowd mixes (``CROWD_MIXES``, ``with_crowd_mix``) replace a share of the §4.1 voters by the bad
+annotators of issue 10's quality tests (``tests/factories.QualityCrowd``): speeders and random
+clickers pick a side at random, one-sided annotators always pick the left (or the right) item.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from scoring.borda import ballot_tallies, score_ballot, select_survivors
 from scoring.plan import ballot_plan
 
 __all__ = [
+    "CROWD_MIXES",
     "DISTRIBUTIONS",
     "METRICS",
     "SimulationConfig",
@@ -49,6 +54,7 @@ __all__ = [
     "theoretical_ranks",
     "underlying_similarity",
     "voter_outcomes",
+    "with_crowd_mix",
 ]
 
 DISTRIBUTIONS = ("exponential", "power_law", "file")
@@ -98,13 +104,46 @@ class SimulationConfig:
         return asdict(self)
 
 
+# Voter behaviours: the §4.1 voter, then issue 10's bad annotators (a speeder clicks at random, fast).
+GOOD, SPEEDER, LEFT, RIGHT, RANDOM = 0, 1, 2, 3, 4
+BEHAVIOURS = {"good": GOOD, "speeder": SPEEDER, "left": LEFT, "right": RIGHT, "random": RANDOM}
+# Share of the voters of each bad kind; "mixed" is issue 10's crowd (10 good of 16: 2 speeders, one
+# always left, one always right, 2 random clickers; tests/scoring/test_quality_crowd.py).
+CROWD_MIXES = {
+    "paper": {},
+    "speeders": {"speeder": 0.2},
+    "one_sided": {"left": 0.1, "right": 0.1},
+    "random": {"random": 0.2},
+    "mixed": {"speeder": 2 / 16, "left": 1 / 16, "right": 1 / 16, "random": 2 / 16},
+}
+
+
 @dataclass(frozen=True)
 class Voters:
-    """Opinions o_i(v) (voters × items) and oversight probabilities ε_v of a simulated crowd."""
+    """Opinions o_i(v) (voters × items) and oversight probabilities ε_v of a simulated crowd.
+
+    ``behaviour`` (optional) is each voter's kind, a value of ``BEHAVIOURS``; None: all §4.1 voters.
+    """
 
     opinions: np.ndarray
     oversight: np.ndarray
     nonconformity: np.ndarray
+    behaviour: np.ndarray | None = None
+
+
+def with_crowd_mix(voters: Voters, mix: str) -> Voters:
+    """The crowd with the first ⌊share·V⌉ voters of each bad kind of ``CROWD_MIXES[mix]`` (in the order
+    speeder, left, right, random) in place of §4.1 voters; the others keep their opinions. Voters are
+    exchangeable, so taking the first ones draws nothing."""
+    if mix not in CROWD_MIXES:
+        raise ValueError(f"crowd mix must be one of {', '.join(CROWD_MIXES)}, got {mix!r}")
+    behaviour = np.full(voters.oversight.size, GOOD, dtype=np.int64)
+    start = 0
+    for kind, share in CROWD_MIXES[mix].items():
+        count = int(round(share * voters.oversight.size))
+        behaviour[start : start + count] = BEHAVIOURS[kind]
+        start += count
+    return Voters(voters.opinions, voters.oversight, voters.nonconformity, behaviour)
 
 
 def underlying_similarity(distribution: str, item_count: int, values=None) -> np.ndarray:
@@ -170,6 +209,12 @@ def voter_outcomes(
         outcome[tied] = np.where(rng.random(int(tied.sum())) < 0.5, 1.0, 0.0)
     oversight = rng.random(outcome.size) < voters.oversight[voter_index]
     outcome[oversight] = 1.0 - outcome[oversight]
+    if voters.behaviour is not None and (voters.behaviour != GOOD).any():
+        kind = voters.behaviour[voter_index]
+        outcome[kind == LEFT] = 1.0
+        outcome[kind == RIGHT] = 0.0
+        clicks = (kind == SPEEDER) | (kind == RANDOM)
+        outcome[clicks] = np.where(rng.random(int(clicks.sum())) < 0.5, 1.0, 0.0)
     return outcome
 
 
@@ -191,13 +236,23 @@ def run_uniform(voters: Voters, comparison_count: int, rng: np.random.Generator)
 
 
 def run_adaptive(
-    voters: Voters, sizes, appearances: int, rng: np.random.Generator, record: list | None = None
+    voters: Voters,
+    sizes,
+    appearances: int,
+    rng: np.random.Generator,
+    record: list | None = None,
+    selection=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Final scores ȳ and last ballot reached per item after the adaptive ballots (§2.5, §2.6).
 
     With ``record``, one dict per ballot is appended to it: the ballot's ``items`` and its votes as
     arrays ``left``, ``right``, ``outcome`` (1 left won, 0 right, 0.5 tie) and ``voter``.
+    ``selection`` (optional, with ``record``): a function of the ballots recorded so far that returns
+    one score per item; the survivors of each close are then the best of the ballot by it instead of
+    by ȳ (the budget is the same: the ballot sizes do not change).
     """
+    if selection is not None and record is None:
+        raise ValueError("selection needs record: it scores the votes recorded so far")
     item_count = voters.opinions.shape[1]
     in_play = np.arange(item_count)
     last_ballot = np.ones(item_count, dtype=np.int64)
@@ -230,7 +285,8 @@ def run_adaptive(
         if ballot < len(sizes):
             in_ballot = np.zeros(item_count, dtype=bool)
             in_ballot[in_play] = True
-            in_play = np.sort(select_survivors(scores.score, in_ballot, sizes[ballot]))
+            by = scores.score if selection is None else selection(record)
+            in_play = np.sort(select_survivors(by, in_ballot, sizes[ballot]))
     return scores.score, last_ballot
 
 

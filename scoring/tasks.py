@@ -13,6 +13,7 @@ from scoring.exclusion import exclusion_rules_apply
 from scoring.live import live_samples_take
 from scoring.planning import plan_search_execute, plan_searches_restart
 from scoring.services import simulation_run, simulation_run_execute, simulations_restart
+from scoring.side_by_side import study_model_scores
 from scoring.simulation import SimulationConfig
 
 logger = logging.getLogger(__name__)
@@ -77,3 +78,14 @@ def live_samples_take_task() -> int:
     """Beat, once a minute: a sample of each running study's votes for its live view (one a minute at most,
     whoever writes it first: this task or a read of the live view)."""
     return live_samples_take()
+
+
+@shared_task(name="scoring.side_by_side")
+def side_by_side_task(study_id: int) -> str:
+    """Every score model's scores of the study's items, kept in the cache for the results page (idempotent)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        logger.warning("study %s does not exist; no side-by-side to compute", study_id)
+        return "missing"
+    produced = study_model_scores(study=study)
+    return f"{len(produced.fitted)} models"

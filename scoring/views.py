@@ -32,6 +32,9 @@ from scoring.exports import (
     ANNOTATOR_CSV_COLUMNS,
     CHECK_ANSWER_COLUMNS,
     VOTE_COLUMNS,
+    dataset_export_columns,
+    dataset_export_csv_rows,
+    dataset_export_rows,
     study_annotator_rows,
     study_check_answer_rows,
     study_export_header,
@@ -52,6 +55,7 @@ from scoring.selectors import (
     study_dataset,
     study_overview,
 )
+from scoring.side_by_side import side_by_side_page
 
 RANKING_TOP = 50
 ANNOTATORS_PER_PAGE = 50
@@ -93,7 +97,8 @@ def researchers_only(view):
 
 @researchers_only
 def results(request, slug: str):
-    """The results page: header, ballot progress, Figures 2 and 4, top of the ranking, annotators."""
+    """The results page: header, ballot progress, Figures 2 and 4, top of the ranking, the score models
+    side by side, annotators."""
     study = get_object_or_404(Study, slug=slug)
     context = {"study": study, "overview": study_overview(study=study), "admin_url": _admin_url(study)}
     if not study.is_draft:
@@ -122,6 +127,7 @@ def results(request, slug: str):
                 for ballot, data in zip(closed, rescalings, strict=True)
             ],
             **_annotator_table(request.GET, annotator_figures(study=study)),
+            side_by_side=side_by_side_page(study=study, dataset=dataset, limit=RANKING_TOP),
             without_excluded=scores_without_excluded(study=study),
             exclusion_totals=study_exclusion_totals(study=study),
         )
@@ -224,10 +230,15 @@ def _series_svg(figures: dict) -> str:
 
 @researchers_only
 def export_dataset_csv(request, slug: str):
-    """The dataset, one row per item in index order: tokens, area, ȳ, rank, totals, x per ballot."""
+    """The dataset, one row per item in index order: tokens, area, ȳ, rank, totals, x per ballot, and
+    every score model's score and rank."""
     study = get_object_or_404(Study, slug=slug)
     dataset = study_dataset(study=study)
-    return csv_download(f"{study.slug}-dataset.csv", dataset.columns, dataset.csv_rows())
+    return csv_download(
+        f"{study.slug}-dataset.csv",
+        dataset_export_columns(dataset=dataset),
+        dataset_export_csv_rows(dataset=dataset),
+    )
 
 
 @researchers_only
@@ -236,10 +247,11 @@ def export_dataset_json(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     header = study_export_header(study=study)
     dataset = study_dataset(study=study)
+    rows = dataset_export_rows(dataset=dataset)
 
     def chunks() -> Iterator[str]:
         yield '{"study": ' + json.dumps(header, ensure_ascii=False, allow_nan=False) + ', "items": ['
-        for number, row in enumerate(dataset.rows()):
+        for number, row in enumerate(rows):
             yield ("," if number else "") + "\n" + json.dumps(row, ensure_ascii=False, allow_nan=False)
         yield "\n]}\n"
 

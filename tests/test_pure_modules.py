@@ -22,6 +22,9 @@ PURE_MODULES = [
     "scoring/plan_search.py",
     "scoring/elimination.py",
     "scoring/protocol_comparison.py",
+    "scoring/model_agreement.py",
+    "scoring/bradley_terry.py",
+    "scoring/score_models.py",
     "metrics/correlation.py",
     "metrics/ir.py",
     "metrics/metrology.py",
@@ -30,6 +33,7 @@ PURE_MODULES = [
     "metrics/evaluation.py",
     "metrics/kernels.py",
     "metrics/judging.py",
+    "metrics/score_model_replicates.py",
 ]
 # numba compiles the row kernels of the bootstrap and the chance level (1000 rankings of 10^4 items in
 # well under a second; whole-array numpy took about 11 s). It is a compiler, not I/O or a framework,

@@ -167,6 +167,14 @@ class StudyAdmin(StudyPages, admin.ModelAdmin):
                 },
             ),
             (
+                "Final ranking",
+                {
+                    "fields": ("score_model",),
+                    "description": "Which model turns the votes into the final ranking; the comparison "
+                    "behind the choices is in docs/protocols.md, section “Score models compared”.",
+                },
+            ),
+            (
                 "Quality control",
                 {
                     "fields": (*QUALITY_SETTINGS, "check_rate", "exclude_flagged_annotators"),

@@ -17,6 +17,7 @@ TASKS = {
     "scoring.simulate": "scoring.tasks",
     "scoring.simulation_run": "scoring.tasks",
     "scoring.plan_search_run": "scoring.tasks",
+    "scoring.side_by_side": "scoring.tasks",
 }
 
 

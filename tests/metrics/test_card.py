@@ -40,6 +40,7 @@ HEADINGS = (
     "## 7. Chance level (Lombardo et al. Eq. 8–9)",
     "## 8. How to cite, and what it cannot tell",
     "## 9. Changes after the start (Welty §5.1)",
+    "## 10. Score models (Lombardo et al. Eq. 8–9)",
 )
 NAN = re.compile(r"\b(nan|inf|infinity)\b", re.IGNORECASE)
 

@@ -54,12 +54,12 @@ def test_the_page_shows_the_progress_then_the_card(client, study, django_capture
     assert "no-store" in first["Cache-Control"]
     html = first.content.decode()
     assert progress_bar(html) == (
-        '<progress id="card-progress" aria-labelledby="card-progress-text" max="7" value="0">'
-        "step 1 of 7</progress>"
+        '<progress id="card-progress" aria-labelledby="card-progress-text" max="8" value="0">'
+        "step 1 of 8</progress>"
     )
     assert (
         '<p class="progress-row" id="card-progress-text" role="status">'
-        "Computing the instrument card: step 1 of 7</p>"
+        "Computing the instrument card: step 1 of 8</p>"
     ) in html
     assert "A card of 28 items takes about 2 seconds to compute." in html
     # It asks again by itself: with the script (no inline script: the CSP), else a meta refresh.
@@ -83,15 +83,15 @@ def test_the_page_says_the_step_the_computation_has_reached(
 ):
     with django_capture_on_commit_callbacks() as asked:  # held back: the computation has not run
         client.get(page_url(study))
-        # The computation in a worker has reported two of its seven steps done (as _compute_card does).
+        # The computation in a worker has reported two of its eight steps done (as _compute_card does).
         cache.set(CARD_PROGRESS_KEY.format(study.pk), 2)
         response = client.get(page_url(study))
 
     assert len(asked) == 1  # one computation asked for, however often the page asks again
     assert response.status_code == 202
     html = response.content.decode()
-    assert 'max="7" value="2">step 3 of 7</progress>' in progress_bar(html)
-    assert "Computing the instrument card: step 3 of 7</p>" in html
+    assert 'max="8" value="2">step 3 of 8</progress>' in progress_bar(html)
+    assert "Computing the instrument card: step 3 of 8</p>" in html
 
 
 def test_without_a_progress_report_the_bar_has_no_value(client, study, django_capture_on_commit_callbacks):
@@ -104,7 +104,7 @@ def test_without_a_progress_report_the_bar_has_no_value(client, study, django_ca
     html = response.content.decode()
     assert (
         progress_bar(html)
-        == '<progress id="card-progress" aria-labelledby="card-progress-text" max="7"></progress>'
+        == '<progress id="card-progress" aria-labelledby="card-progress-text" max="8"></progress>'
     )
     assert 'role="status">Computing the instrument card</p>' in html
 
@@ -162,8 +162,8 @@ def test_a_computation_running_past_its_estimate_is_not_asked_for_again(
         (
             202,
             0,
-            '<progress id="card-progress" aria-labelledby="card-progress-text" max="7" '
-            'value="2">step 3 of 7</progress>',
+            '<progress id="card-progress" aria-labelledby="card-progress-text" max="8" '
+            'value="2">step 3 of 8</progress>',
         )
     ]
     assert client.get(page_url(study)).status_code == 200
@@ -183,4 +183,4 @@ def test_a_computation_lost_on_its_way_is_asked_for_again_after_its_estimate(
         response = client.get(page_url(study))
 
     assert len(asked_again) == 1
-    assert 'max="7" value="0">step 1 of 7</progress>' in progress_bar(response.content.decode())
+    assert 'max="8" value="0">step 1 of 8</progress>' in progress_bar(response.content.decode())

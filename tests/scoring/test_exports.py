@@ -11,11 +11,13 @@ from django.http import StreamingHttpResponse
 from django.urls import reverse
 
 from collection.models import Study, Vote
+from scoring.score_models import BORDA, SCORE_MODELS
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
 
 pytestmark = pytest.mark.django_db
 
 EXPORTS = ("scoring:export-dataset-csv", "scoring:export-dataset-json", "scoring:export-votes-csv")
+MODELS_IN_ORDER = (BORDA, *(model for model in SCORE_MODELS if model != BORDA))
 DATASET_COLUMNS = [
     "item_id",
     "index",
@@ -32,6 +34,8 @@ DATASET_COLUMNS = [
     "x_1",
     "x_2",
     "x_3",
+    # Every score model's score and rank, the study's own (rescaled Borda by default) first.
+    *(f"{kind}_{model}" for model in MODELS_IN_ORDER for kind in ("score", "rank")),
 ]
 VOTE_COLUMNS = [
     "vote_id",
@@ -170,6 +174,7 @@ def test_the_dataset_json_holds_the_study_and_one_object_per_item(staff_client, 
         "wins",
         "ties",
         "win_ratio",
+        *(f"{kind}_{model}" for model in MODELS_IN_ORDER for kind in ("score", "rank")),
     }
     assert (first["index"], first["final_rank"], first["win_ratio"]) == (0, 1, [1.0, 1.0, 1.0])
     last_ballot_one = [item for item in data["items"] if item["last_ballot"] == 1]

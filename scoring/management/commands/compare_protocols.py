@@ -20,9 +20,11 @@ from scoring.protocol_runs import (
     comparison_table,
     protocol_comparison_run,
     protocols_for_budget,
+    score_model_comparison_run,
+    score_model_table,
     similarity_for,
 )
-from scoring.simulation import DISTRIBUTIONS, SimulationConfig
+from scoring.simulation import CROWD_MIXES, DISTRIBUTIONS, SimulationConfig
 
 _DEFAULTS = SimulationConfig()
 MAX_REPETITIONS = 1_000
@@ -109,6 +111,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--n0", type=float, default=_DEFAULTS.weight_offset, help="weight offset of ρ_w, τ_w"
         )
+        parser.add_argument(
+            "--score-models",
+            action="store_true",
+            help="instead: rank the adaptive protocol's votes by every score model (Borda, Bradley-Terry, "
+            "worker-aware Bradley-Terry), paired with Borda, per crowd",
+        )
+        parser.add_argument(
+            "--crowd",
+            action="append",
+            choices=list(CROWD_MIXES),
+            default=[],
+            help="with --score-models: the crowd (repeatable; default every one): the §4.1 voters ('paper') or "
+            "a share of them replaced by speeders, one-sided or random annotators, or issue 10's mix",
+        )
+        parser.add_argument(
+            "--no-model-selects",
+            action="store_true",
+            help="with --score-models: leave out the variant where the model also picks each close's survivors",
+        )
         parser.add_argument("--svg", default=None, help="write the SVG figures into this folder")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -183,6 +204,25 @@ class Command(BaseCommand):
                 **voter_model_options(options),
                 weight_offset=options["n0"],
             )
+            if options["score_models"]:
+                result = score_model_comparison_run(
+                    protocols=protocols,
+                    similarity=similarity,
+                    voter_model=voter_model,
+                    crowds=options["crowd"] or list(CROWD_MIXES),
+                    repetitions=options["repetitions"],
+                    seed=options["seed"],
+                    top_ks=_whole_numbers(options["top_k"]),
+                    model_selects=not options["no_model_selects"],
+                    progress=None if options["json"] else _ProgressBar(self.stderr),
+                )
+                result["parameters"]["distribution"] = options["distribution"]
+                self.stdout.write(
+                    json.dumps(result)
+                    if options["json"]
+                    else score_model_table(result, distribution=options["distribution"])
+                )
+                return
             targets = [parse_target(text) for text in options["target"]]
             sweep = _whole_numbers(options["sweep"]) if options["sweep"] else []
             if any(m < 1 for m in sweep):
