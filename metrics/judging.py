@@ -275,7 +275,7 @@ def _ratio(numerator, denominator):
 
 
 def cohen_kappa(observed, expected):
-    """Cohen's κ = (p_o − p_e) / (1 − p_e) (Cohen 1960, Eq. 1), element-wise; NaN where p_e = 1."""
+    """Cohen's κ = (p_o − p_e) / (1 − p_e) (Cohen 1960), element-wise; NaN where p_e = 1."""
     observed = np.asarray(observed, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
