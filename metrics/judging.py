@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 LEFT, RIGHT, TIE = 0, 1, 2  # the categories of an outcome in the judge's orientation
-_BLOCK_CELLS = 1_000_000  # bootstrap draws (replicates × pairs) held at a time: about 20 MB in all
+_BLOCK_CELLS = 2_000_000  # bootstrap draws (replicates × pairs) held at a time: about 40 MB in all
 CLOSENESS_LABELS = ("closest quarter", "second quarter", "third quarter", "farthest quarter")
 
 
@@ -199,13 +199,28 @@ def _split_totals(totals: np.ndarray, where: dict[str, slice], shapes: dict[str,
     return {name: totals[..., where[name]].reshape(totals.shape[:-1] + shapes[name]) for name in where}
 
 
-def _group_sums(counts: np.ndarray, group: np.ndarray, group_count: int, values: np.ndarray) -> np.ndarray:
-    """Σ_p counts[r, p]·values[p] within each group (−1: none), for every row r: R × G."""
-    rows = counts.shape[0]
-    member = group >= 0
-    keys = (np.arange(rows, dtype=np.int64)[:, None] * group_count + group[member][None, :]).ravel()
-    weights = (counts[:, member] * values[member][None, :]).ravel()
-    return np.bincount(keys, weights=weights, minlength=rows * group_count).reshape(rows, group_count)
+def _group_columns(groups, votes: np.ndarray, disagreements: np.ndarray, pairs: int):
+    """A sparse P × K matrix (one entry per pair and grouping) of the votes and the disagreements of
+    each pair in its group's column, and the columns of each ``"<name>_votes"`` and
+    ``"<name>_disagreements"``."""
+    from scipy import sparse  # here, not with the module: web processes import it (tests/test_startup.py)
+
+    rows, cols, values, columns, start = [], [], [], {}, 0
+    for name, group, group_count in groups:
+        group = np.asarray(group, dtype=np.int64)
+        member = np.flatnonzero(group >= 0)
+        for kind, statistic in (("votes", votes), ("disagreements", disagreements)):
+            columns[f"{name}_{kind}"] = slice(start, start + int(group_count))
+            rows.append(member)
+            cols.append(start + group[member])
+            values.append(statistic[member])
+            start += int(group_count)
+    if not rows:
+        return sparse.csr_matrix((pairs, 0)), columns
+    matrix = sparse.csr_matrix(
+        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(pairs, start)
+    )
+    return matrix, columns
 
 
 def bootstrap_totals(
@@ -219,7 +234,7 @@ def bootstrap_totals(
     multiplied by the P × S statistics, so that at most about ``_BLOCK_CELLS`` draws are held at a
     time. ``groups``, a sequence of (name, each pair's group 0 … G-1 or −1 for none, G), adds the
     sums of ``votes`` and of ``votes − agreements`` within each group, as ``"<name>_votes"`` and
-    ``"<name>_disagreements"`` (G values; summed by ``bincount``, so many groups cost no P × G array).
+    ``"<name>_disagreements"`` (G values; a sparse product, so many groups cost no P × G array).
 
     Returns (observed, replicated): dicts by name, each value of the statistic's trailing shape, the
     replicated ones with a leading R axis. With P = 0 the replicates are all zero.
@@ -233,20 +248,10 @@ def bootstrap_totals(
     replicated_matrix = np.zeros((replicates, matrix.shape[1]))
     votes = np.asarray(statistics["votes"], dtype=np.float64)
     disagreements = votes - np.asarray(statistics["agreements"], dtype=np.float64)
-    grouped = []
-    for name, group, group_count in groups:
-        group = np.asarray(group, dtype=np.int64)
-        grouped.append((name, group, int(group_count)))
-        member = group >= 0
-        observed[f"{name}_votes"] = np.bincount(group[member], weights=votes[member], minlength=group_count)
-        observed[f"{name}_disagreements"] = np.bincount(
-            group[member], weights=disagreements[member], minlength=group_count
-        )
-    replicated_groups = {
-        f"{name}_{kind}": np.zeros((replicates, count))
-        for name, _, count in grouped
-        for kind in ("votes", "disagreements")
-    }
+    grouped, columns = _group_columns(groups, votes, disagreements, pairs)
+    for name, column in columns.items():
+        observed[name] = np.asarray(grouped[:, column].sum(axis=0)).ravel()
+    by_group = np.zeros((replicates, grouped.shape[1]))
     block = max(1, _BLOCK_CELLS // max(pairs, 1))
     for start in range(0, replicates if pairs else 0, block):  # a loop over blocks of replicates
         size = min(block, replicates - start)
@@ -256,14 +261,9 @@ def bootstrap_totals(
         counts = np.bincount(draws.ravel(), minlength=size * pairs).reshape(size, pairs).astype(np.float64)
         del draws
         replicated_matrix[start : start + size] = counts @ matrix
-        for name, group, count in grouped:  # a loop over groupings (area, band, closeness)
-            replicated_groups[f"{name}_votes"][start : start + size] = _group_sums(
-                counts, group, count, votes
-            )
-            replicated_groups[f"{name}_disagreements"][start : start + size] = _group_sums(
-                counts, group, count, disagreements
-            )
-    replicated = _split_totals(replicated_matrix, where, shapes) | replicated_groups
+        by_group[start : start + size] = (grouped.T @ counts.T).T
+    replicated = _split_totals(replicated_matrix, where, shapes)
+    replicated |= {name: by_group[:, column] for name, column in columns.items()}
     return observed, replicated
 
 
@@ -435,16 +435,25 @@ def split_half_differences(
     (the mean of its two) and ``crowd_rho_w`` (NaN for a split without three such items).
     """
     inside = np.asarray(inside, dtype=bool)
+    halves = np.asarray(halves, dtype=bool)
 
-    def scores(ballots: list[BallotVotes]) -> tuple[np.ndarray, np.ndarray]:
-        first = [halves[:, ballot.annotator].astype(np.float64) for ballot in ballots]
-        return (
-            half_ranking_scores(ballots, item_count, first),
-            half_ranking_scores(ballots, item_count, [1.0 - m for m in first]),
+    def scores(ballots: list[BallotVotes], half: np.ndarray) -> np.ndarray:
+        """The ranking keys of the votes of ``half`` (splits × A), a block of splits at a time."""
+        votes = max(1, sum(ballot.vote_count for ballot in ballots))
+        block = max(1, _BLOCK_CELLS // votes)  # at most about _BLOCK_CELLS multiplicities at a time
+        return np.vstack(
+            [
+                half_ranking_scores(
+                    ballots,
+                    item_count,
+                    [half[start : start + block, ballot.annotator].astype(np.float64) for ballot in ballots],
+                )
+                for start in range(0, half.shape[0], block)
+            ]
         )
 
-    crowd_a, crowd_b = scores(crowd_ballots)
-    judge_a, judge_b = scores(judge_ballots)
+    crowd_a, crowd_b = scores(crowd_ballots, halves), scores(crowd_ballots, ~halves)
+    judge_a, judge_b = scores(judge_ballots, halves), scores(judge_ballots, ~halves)
     splits = halves.shape[0]
     judge_rho = np.full(splits, np.nan)
     crowd_rho = np.full(splits, np.nan)
