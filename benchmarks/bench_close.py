@@ -29,6 +29,67 @@ class _Rollback(Exception):
     pass
 
 
+def cast_votes(study, ballot, *, index_of: dict, rng) -> int:
+    """Every comparison of the ballot voted, by 100 annotators of its own (one per comparison when
+    the ballot repeats a pair, as a small last ballot does: nobody judges a pair twice); the item with
+    the lower index (``index_of``: item id to index) wins four times in five, one vote in fifty is a tie."""
+    from django.utils import timezone
+
+    from collection.models import Annotator, Assignment, BallotCounter, Comparison, Vote
+
+    now = timezone.now()
+    comparisons = list(ballot.comparisons.order_by("position"))
+    pairs = {(c.pair_low, c.pair_high) for c in comparisons}
+    count = 100 if len(pairs) == len(comparisons) else len(comparisons)
+    annotators = Annotator.objects.bulk_create(
+        [Annotator(study=study, participant_id=f"b{ballot.number}-{i}") for i in range(count)]
+    )
+    if any(a.pk is None for a in annotators):
+        annotators = list(
+            Annotator.objects.filter(study=study, participant_id__startswith=f"b{ballot.number}-")
+        )
+    who = [annotators[i % len(annotators)] for i in range(len(comparisons))]
+    Assignment.objects.bulk_create(
+        [
+            Assignment(
+                comparison=c,
+                ballot=ballot,
+                annotator=a,
+                status=Assignment.Status.VOTED,
+                issued_at=now,
+                expires_at=now,
+            )
+            for c, a in zip(comparisons, who, strict=True)
+        ],
+        batch_size=2000,
+    )
+    assignments = dict(ballot.assignments.values_list("comparison_id", "pk"))
+    draw = rng.random(len(comparisons))
+    votes = []
+    for c, a, u in zip(comparisons, who, draw, strict=True):
+        lower_wins = u < 0.8
+        left_is_lower = index_of[c.left_item_id] < index_of[c.right_item_id]
+        choice = "tie" if u > 0.98 else ("left" if lower_wins == left_is_lower else "right")
+        votes.append(
+            Vote(
+                assignment_id=assignments[c.pk],
+                comparison=c,
+                annotator=a,
+                ballot=ballot,
+                left_item_id=c.left_item_id,
+                right_item_id=c.right_item_id,
+                pair_low=c.pair_low,
+                pair_high=c.pair_high,
+                choice=choice,
+                response_ms=1000,
+            )
+        )
+    Vote.objects.bulk_create(votes, batch_size=2000)
+    Comparison.objects.filter(ballot=ballot).update(status=Comparison.Status.VOTED)
+    BallotCounter.add(ballot_id=ballot.pk, votes=len(votes))
+    return len(votes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -51,11 +112,10 @@ def main() -> None:
     import numpy as np
     from django.core.management import call_command
     from django.db import transaction
-    from django.utils import timezone
 
     from benchmarks._timing import machine, median_seconds
     from collection.lifecycle import ballot_close
-    from collection.models import Annotator, Assignment, Ballot, BallotCounter, Comparison, Study, Vote
+    from collection.models import Ballot, Study
 
     call_command("migrate", verbosity=0)
     call_command("load_demo", slug="bench", stdout=open(os.devnull, "w"))  # noqa: SIM115
@@ -66,61 +126,6 @@ def main() -> None:
     print(
         f"database: {study._state.db} ({django.db.connection.vendor}); median of {args.runs} runs per ballot"
     )
-
-    def cast_votes(ballot: Ballot) -> int:
-        """Every comparison of the ballot voted, by 100 annotators of its own (one per comparison when
-        the ballot repeats a pair, as a small last ballot does: nobody judges a pair twice)."""
-        now = timezone.now()
-        comparisons = list(ballot.comparisons.order_by("position"))
-        pairs = {(c.pair_low, c.pair_high) for c in comparisons}
-        count = 100 if len(pairs) == len(comparisons) else len(comparisons)
-        annotators = Annotator.objects.bulk_create(
-            [Annotator(study=study, participant_id=f"b{ballot.number}-{i}") for i in range(count)]
-        )
-        if any(a.pk is None for a in annotators):
-            annotators = list(
-                Annotator.objects.filter(study=study, participant_id__startswith=f"b{ballot.number}-")
-            )
-        who = [annotators[i % len(annotators)] for i in range(len(comparisons))]
-        Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    comparison=c,
-                    ballot=ballot,
-                    annotator=a,
-                    status=Assignment.Status.VOTED,
-                    issued_at=now,
-                    expires_at=now,
-                )
-                for c, a in zip(comparisons, who, strict=True)
-            ],
-            batch_size=2000,
-        )
-        assignments = dict(ballot.assignments.values_list("comparison_id", "pk"))
-        draw = rng.random(len(comparisons))
-        votes = []
-        for c, a, u in zip(comparisons, who, draw, strict=True):
-            lower_wins = u < 0.8
-            left_is_lower = index_of[c.left_item_id] < index_of[c.right_item_id]
-            choice = "tie" if u > 0.98 else ("left" if lower_wins == left_is_lower else "right")
-            votes.append(
-                Vote(
-                    assignment_id=assignments[c.pk],
-                    comparison=c,
-                    annotator=a,
-                    ballot=ballot,
-                    left_item_id=c.left_item_id,
-                    right_item_id=c.right_item_id,
-                    pair_low=c.pair_low,
-                    pair_high=c.pair_high,
-                    choice=choice,
-                    response_ms=1000,
-                )
-            )
-        Vote.objects.bulk_create(votes, batch_size=2000)
-        Comparison.objects.filter(ballot=ballot).update(status=Comparison.Status.VOTED)
-        BallotCounter.add(ballot_id=ballot.pk, votes=len(votes))
-        return len(votes)
 
     def close_and_roll_back(ballot_id: int) -> None:
         try:
@@ -140,7 +145,7 @@ def main() -> None:
     )
     for number in range(1, study.ballot_count + 1):
         ballot = Ballot.objects.get(study=study, number=number)
-        votes = cast_votes(ballot)
+        votes = cast_votes(study, ballot, index_of=index_of, rng=rng)
         read = median_seconds(lambda ballot=ballot: read_votes(ballot), runs=args.runs)
         close = median_seconds(lambda ballot=ballot: close_and_roll_back(ballot.pk), runs=args.runs)
         ballot_close(ballot_id=ballot.pk)

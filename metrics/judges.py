@@ -182,6 +182,9 @@ def judge_result(
     verdict against the crowd's split-half replicate (``metrics.judging``).
 
     ``decisions``: one per judge pair in pair order (1 left, 0 right, 0.5 tie, NaN undecided).
+    The verdict's halves are scored as the instrument card scores its split halves (rescaled Borda,
+    ``metrology.replicate_scores``), whatever the study's score model, so that the crowd's replicate is
+    the card's own.
     ``progress(percent)`` reports the steps. The result is JSON-safe; of a part it holds nothing per item
     or per pair, and counts over the part only.
     """
@@ -192,6 +195,8 @@ def judge_result(
     decisions = np.asarray(decisions, dtype=np.float64)
     if decisions.shape != (numbering.count,):
         raise ValueError(f"the judge must decide the study's {numbering.count} pairs, got {decisions.shape}")
+    if not np.isin(decisions[np.isfinite(decisions)], (0.0, 0.5, 1.0)).all():
+        raise ValueError("a decision is 1 (left), 0 (right), 0.5 (a tie) or NaN (undecided)")
     item_count = votes.item_count
     inside = part_mask(study, part)
     human = np.where(inside, final_scores(study=study), np.nan)
@@ -228,10 +233,10 @@ def judge_result(
         judging.category_of(in_judge_orientation[vote_inside]),
         renumber[numbering.pair_of_vote[vote_inside]],
         int(part_pairs.size),
-        groups=(("area", area_group, len(areas) + 1), ("band", band_group, 2), ("closeness", closeness, 4)),
     )
     rng = np.random.default_rng([study.seed, JUDGE_PAIRS_STREAM])
-    observed, replicated = judging.bootstrap_totals(statistics, rng, JUDGE_REPLICATES)
+    groups = (("area", area_group, len(areas) + 1), ("band", band_group, 2), ("closeness", closeness, 4))
+    observed, replicated = judging.bootstrap_totals(statistics, rng, JUDGE_REPLICATES, groups=groups)
     result["agreement"] = judging.agreement_figures(observed, replicated)
     alpha = study.quality_position_alpha if study.quality_position_alpha is not None else DEFAULT_SIDE_ALPHA
     result["agreement"]["side"] = judging.side_figures(observed, alpha)

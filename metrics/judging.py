@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 LEFT, RIGHT, TIE = 0, 1, 2  # the categories of an outcome in the judge's orientation
-_BLOCK_CELLS = 4_000_000  # bootstrap counts (replicates × pairs) held at a time: 32 MB of float64
+_BLOCK_CELLS = 2_000_000  # bootstrap draws (replicates × pairs) held at a time: about 40 MB in all
 CLOSENESS_LABELS = ("closest quarter", "second quarter", "third quarter", "farthest quarter")
 
 
@@ -123,9 +123,7 @@ def judge_outcomes(decisions, numbering: PairNumbering) -> np.ndarray:
     return np.where(numbering.same_side, decided, 1.0 - decided)
 
 
-def pair_statistics(
-    decisions, vote_category, pair_of_vote, pair_count: int, groups=()
-) -> dict[str, np.ndarray]:
+def pair_statistics(decisions, vote_category, pair_of_vote, pair_count: int) -> dict[str, np.ndarray]:
     """Per pair, the sums every agreement figure is a ratio of (zero for an undecided pair).
 
     Parameters
@@ -138,9 +136,6 @@ def pair_statistics(
         Each vote's pair, 0 … P-1.
     pair_count : int
         P.
-    groups : sequence of (str, array_like of int (P,), int)
-        Named groupings of the pairs: each pair's group 0 … G-1 (−1: in none) and G; each adds the
-        columns ``"<name>_votes"`` and ``"<name>_disagreements"`` (P × G).
 
     Returns
     -------
@@ -185,12 +180,6 @@ def pair_statistics(
         "crowd_left": tally[:, LEFT].astype(np.float64),
         "crowd_decisive": (tally[:, LEFT] + tally[:, RIGHT]).astype(np.float64),
     }
-    disagreements = (votes - agreements).astype(np.float64)
-    for name, group, group_count in groups:
-        group = np.asarray(group, dtype=np.int64)
-        member = (group[:, None] == np.arange(group_count)[None, :]).astype(np.float64)
-        statistics[f"{name}_votes"] = member * votes[:, None]
-        statistics[f"{name}_disagreements"] = member * disagreements[:, None]
     return statistics
 
 
@@ -198,7 +187,8 @@ def _columns(statistics: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, s
     """The statistics side by side as one P × S matrix, and each name's columns in it."""
     blocks, where, start = [], {}, 0
     for name, values in statistics.items():
-        values = np.asarray(values, dtype=np.float64).reshape(values.shape[0], -1)
+        values = np.asarray(values, dtype=np.float64)
+        values = values.reshape(values.shape[0], int(np.prod(values.shape[1:], dtype=np.int64)))
         where[name] = slice(start, start + values.shape[1])
         start += values.shape[1]
         blocks.append(values)
@@ -209,33 +199,72 @@ def _split_totals(totals: np.ndarray, where: dict[str, slice], shapes: dict[str,
     return {name: totals[..., where[name]].reshape(totals.shape[:-1] + shapes[name]) for name in where}
 
 
+def _group_columns(groups, votes: np.ndarray, disagreements: np.ndarray, pairs: int):
+    """A sparse P × K matrix (one entry per pair and grouping) of the votes and the disagreements of
+    each pair in its group's column, and the columns of each ``"<name>_votes"`` and
+    ``"<name>_disagreements"``."""
+    from scipy import sparse  # here, not with the module: web processes import it (tests/test_startup.py)
+
+    rows, cols, values, columns, start = [], [], [], {}, 0
+    for name, group, group_count in groups:
+        group = np.asarray(group, dtype=np.int64)
+        member = np.flatnonzero(group >= 0)
+        for kind, statistic in (("votes", votes), ("disagreements", disagreements)):
+            columns[f"{name}_{kind}"] = slice(start, start + int(group_count))
+            rows.append(member)
+            cols.append(start + group[member])
+            values.append(statistic[member])
+            start += int(group_count)
+    if not rows:
+        return sparse.csr_matrix((pairs, 0)), columns
+    matrix = sparse.csr_matrix(
+        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(pairs, start)
+    )
+    return matrix, columns
+
+
 def bootstrap_totals(
-    statistics: dict[str, np.ndarray], rng: np.random.Generator, replicates: int = 1000
+    statistics: dict[str, np.ndarray], rng: np.random.Generator, replicates: int = 1000, groups=()
 ) -> tuple[dict, dict]:
     """The sums of the per-pair statistics over the pairs, observed and in R cluster-bootstrap
     replicates (P pairs drawn with replacement; Davison and Hinkley 1997, §3.8).
 
     Replicate r's sum is Σ_p m_rp · s_p, m_rp the number of times pair p was drawn: the draws of
     ``rng.integers(0, P, (b, P))`` for blocks of b replicates are counted with one ``bincount`` and
-    multiplied by the P × S statistics, so that at most about ``_BLOCK_CELLS`` counts are held at a
-    time. Returns (observed, replicated): dicts by name, each value of the statistic's trailing shape,
-    the replicated ones with a leading R axis. With P = 0 the replicates are all zero.
+    multiplied by the P × S statistics, so that at most about ``_BLOCK_CELLS`` draws are held at a
+    time. ``groups``, a sequence of (name, each pair's group 0 … G-1 or −1 for none, G), adds the
+    sums of ``votes`` and of ``votes − agreements`` within each group, as ``"<name>_votes"`` and
+    ``"<name>_disagreements"`` (G values; a sparse product, so many groups cost no P × G array).
+
+    Returns (observed, replicated): dicts by name, each value of the statistic's trailing shape, the
+    replicated ones with a leading R axis. With P = 0 the replicates are all zero.
     """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
     matrix, where = _columns(statistics)
     pairs = matrix.shape[0]
     shapes = {name: np.asarray(values).shape[1:] for name, values in statistics.items()}
-    observed = matrix.sum(axis=0)
-    replicated = np.zeros((replicates, matrix.shape[1]))
+    observed = _split_totals(matrix.sum(axis=0), where, shapes)
+    replicated_matrix = np.zeros((replicates, matrix.shape[1]))
+    votes = np.asarray(statistics["votes"], dtype=np.float64)
+    disagreements = votes - np.asarray(statistics["agreements"], dtype=np.float64)
+    grouped, columns = _group_columns(groups, votes, disagreements, pairs)
+    for name, column in columns.items():
+        observed[name] = np.asarray(grouped[:, column].sum(axis=0)).ravel()
+    by_group = np.zeros((replicates, grouped.shape[1]))
     block = max(1, _BLOCK_CELLS // max(pairs, 1))
     for start in range(0, replicates if pairs else 0, block):  # a loop over blocks of replicates
         size = min(block, replicates - start)
-        draws = rng.integers(0, pairs, size=(size, pairs))
-        draws += np.arange(size)[:, None] * pairs
-        counts = np.bincount(draws.ravel(), minlength=size * pairs).reshape(size, pairs)
-        replicated[start : start + size] = counts @ matrix
-    return _split_totals(observed, where, shapes), _split_totals(replicated, where, shapes)
+        # int32 draws are the same numbers as int64 ones for a range below 2^32, in half the memory.
+        draws = rng.integers(0, pairs, size=(size, pairs), dtype=np.int32)
+        draws += (np.arange(size, dtype=np.int32) * pairs)[:, None]
+        counts = np.bincount(draws.ravel(), minlength=size * pairs).reshape(size, pairs).astype(np.float64)
+        del draws
+        replicated_matrix[start : start + size] = counts @ matrix
+        by_group[start : start + size] = (grouped.T @ counts.T).T
+    replicated = _split_totals(replicated_matrix, where, shapes)
+    replicated |= {name: by_group[:, column] for name, column in columns.items()}
+    return observed, replicated
 
 
 def _ratio(numerator, denominator):
@@ -246,7 +275,7 @@ def _ratio(numerator, denominator):
 
 
 def cohen_kappa(observed, expected):
-    """Cohen's κ = (p_o − p_e) / (1 − p_e) (Cohen 1960, Eq. 1), element-wise; NaN where p_e = 1."""
+    """Cohen's κ = (p_o − p_e) / (1 − p_e) (Cohen 1960), element-wise; NaN where p_e = 1."""
     observed = np.asarray(observed, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -352,7 +381,7 @@ def side_figures(observed: dict, alpha: float) -> dict:
 
 
 def disagreement_figures(observed: dict, replicated: dict, name: str, labels) -> list[dict]:
-    """Per group of the grouping ``name`` (``pair_statistics``' ``groups``): the votes compared, the
+    """Per group of the grouping ``name`` (``bootstrap_totals``' ``groups``): the votes compared, the
     share the judge's decision differs from, and its 95% interval from the bootstrap replicates.
     Groups without a vote are left out."""
     votes, disagreements = observed[f"{name}_votes"], observed[f"{name}_disagreements"]
@@ -406,16 +435,25 @@ def split_half_differences(
     (the mean of its two) and ``crowd_rho_w`` (NaN for a split without three such items).
     """
     inside = np.asarray(inside, dtype=bool)
+    halves = np.asarray(halves, dtype=bool)
 
-    def scores(ballots: list[BallotVotes]) -> tuple[np.ndarray, np.ndarray]:
-        first = [halves[:, ballot.annotator].astype(np.float64) for ballot in ballots]
-        return (
-            half_ranking_scores(ballots, item_count, first),
-            half_ranking_scores(ballots, item_count, [1.0 - m for m in first]),
+    def scores(ballots: list[BallotVotes], half: np.ndarray) -> np.ndarray:
+        """The ranking keys of the votes of ``half`` (splits × A), a block of splits at a time."""
+        votes = max(1, sum(ballot.vote_count for ballot in ballots))
+        block = max(1, _BLOCK_CELLS // votes)  # at most about _BLOCK_CELLS multiplicities at a time
+        return np.vstack(
+            [
+                half_ranking_scores(
+                    ballots,
+                    item_count,
+                    [half[start : start + block, ballot.annotator].astype(np.float64) for ballot in ballots],
+                )
+                for start in range(0, half.shape[0], block)
+            ]
         )
 
-    crowd_a, crowd_b = scores(crowd_ballots)
-    judge_a, judge_b = scores(judge_ballots)
+    crowd_a, crowd_b = scores(crowd_ballots, halves), scores(crowd_ballots, ~halves)
+    judge_a, judge_b = scores(judge_ballots, halves), scores(judge_ballots, ~halves)
     splits = halves.shape[0]
     judge_rho = np.full(splits, np.nan)
     crowd_rho = np.full(splits, np.nan)

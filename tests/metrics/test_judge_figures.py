@@ -238,7 +238,7 @@ def test_the_development_evaluation_says_nothing_of_the_hidden_items(split_area_
                 "right_item",
                 "scores",
             }
-        text = json.dumps(result)
+        text = json.dumps(result, allow_nan=False)  # JSON-safe: no NaN, no numpy integer
         for item in Item.objects.filter(study=study, hidden=True):
             assert f'"item": {item.pk}' not in text and f'"index": {item.index}' not in text
     for changed in results[1:]:

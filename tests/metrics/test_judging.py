@@ -210,3 +210,38 @@ def test_a_judge_whose_votes_are_the_crowds_differs_from_it_by_nothing_in_every_
     np.testing.assert_allclose(differences["difference"], 0.0, atol=1e-12)
     np.testing.assert_allclose(differences["judge_rho_w"], differences["crowd_rho_w"])
     assert verdict_figures(differences)["indistinguishable"] is True
+
+
+def test_group_sums_are_those_of_the_pairs_drawn_in_each_group():
+    statistics = pair_statistics(DECISIONS, CATEGORY, PAIR_OF_VOTE, 5)
+    group = np.array([0, 1, 0, -1, 1])
+    observed, replicated = bootstrap_totals(statistics, np.random.default_rng(4), 6, groups=[("g", group, 2)])
+    assert observed["g_votes"].tolist() == [
+        5.0,
+        2.0,
+    ]  # pairs 0 and 2: 3 + 2 votes; pair 1: 2 (pair 4 undecided)
+    assert observed["g_disagreements"].tolist() == [2.0, 2.0]  # pair 0: the R; pair 2: the L; pair 1: both R
+    draws = np.random.default_rng(4).integers(0, 5, size=(6, 5))
+    disagreements = statistics["votes"] - statistics["agreements"]
+    for replicate in range(6):
+        drawn = draws[replicate]
+        for g in (0, 1):
+            assert replicated["g_votes"][replicate, g] == statistics["votes"][drawn][group[drawn] == g].sum()
+            assert (
+                replicated["g_disagreements"][replicate, g] == disagreements[drawn][group[drawn] == g].sum()
+            )
+
+
+def test_a_part_without_pairs_has_no_figures():
+    statistics = pair_statistics(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
+    observed, replicated = bootstrap_totals(
+        statistics, np.random.default_rng(0), 5, groups=[("g", np.zeros(0), 2)]
+    )
+    agreement = agreement_figures(observed, replicated)
+    assert agreement["single"] == {
+        "value": None,
+        "interval": None,
+        "votes": 0,
+        "crowd": {"value": None, "interval": None},
+    }
+    assert side_figures(observed, 0.05)["left_share"] is None
