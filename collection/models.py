@@ -102,9 +102,10 @@ class Study(models.Model):
         "(Lombardo et al.) is the paper's and the default; the survivors of each ballot are always chosen by it. "
         "Bradley-Terry fits every ballot's votes at once; the worker-aware Bradley-Terry also fits each "
         "annotator's reliability and side bias, so careless or one-sided annotators weigh less without being "
-        "excluded. In simulations of the paper's setting both ranked the top more exactly than Borda with the "
-        "same votes, and the worker-aware one kept that lead with one-sided or random annotators in the crowd "
-        "(docs/protocols.md, “Score models compared”).",
+        "excluded. In simulations of the paper's setting (990 items, 19,660 comparisons), both ranked the same votes "
+        "better than Borda on every measure and crowd tried; the worker-aware one by the most, above all when some "
+        "annotators click at random or always pick one side (top-10 recall .92 against Borda's .65 when 36 of 100 "
+        "annotators do). See docs/protocols.md, “Score models compared”.",
     )
 
     ballot_count = models.PositiveSmallIntegerField(

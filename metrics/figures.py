@@ -176,8 +176,8 @@ def study_replicates(*, study: Study, store: bool = True) -> np.ndarray:
     return cached(study, "bootstrap", parameters, compute, with_array=True, store=store)[1]
 
 
-# A Bradley-Terry replicate refits the model (about 0.05 s, the worker-aware one 0.15 s, at 990 items and
-# 19,660 votes; 20 times that at 10,000 items): at most this many, against Borda's replicate_count.
+# A Bradley-Terry replicate refits the model, a Borda one only re-tallies: at most this many of them
+# (their cost is in docs/protocols.md, "Score models compared").
 MODEL_REPLICATES = 200
 
 

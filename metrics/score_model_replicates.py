@@ -62,8 +62,8 @@ def model_bootstrap_scores(
 
     ``borda`` is ``metrics.metrology.bootstrap_scores`` itself (Eq. 1, 5, 6; per area with
     ``strata``). The Bradley-Terry models refit once per replicate on the resampled votes
-    (``bootstrap_multiplicities``, the same draws), so their cost is R fits: at 990 items and 19,660
-    votes about 0.03 s (Bradley-Terry) and 0.1 s (worker-aware) per fit on one core.
+    (``bootstrap_multiplicities``, the same draws), each warm started from the fit on every vote, so
+    their cost is R fits (docs/protocols.md, "Score models compared", gives the times).
     """
     if model == BORDA:
         return bootstrap_scores(ballots, item_count, rng, replicates, strata=strata)

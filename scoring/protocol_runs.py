@@ -317,7 +317,7 @@ def _summary(values) -> dict:
 
 def score_model_table(result: dict, *, distribution: str = "") -> str:
     """Markdown tables, one per crowd: each variant's mean ± sd, and under it its paired difference to
-    Borda with the paired t-test's p (bold: p < 0.01)."""
+    Borda with the paired t-test's p (bold: p < 0.001)."""
     p = result["parameters"]
     keys = ["rho_w", "tau_w"] + [f"recall@{k}" for k in p["top_ks"]]
     lines = [
@@ -340,6 +340,6 @@ def score_model_table(result: dict, *, distribution: str = "") -> str:
                 for key in keys:
                     d = diff[key]
                     text = f"{d['mean']:+.3f} (p {d['p']:.1g})" if d["p"] is not None else f"{d['mean']:+.3f}"
-                    cells.append(f"**{text}**" if d["p"] is not None and d["p"] < 0.01 else text)
+                    cells.append(f"**{text}**" if d["p"] is not None and d["p"] < 0.001 else text)
                 lines.append("| − borda | " + " | ".join(cells) + " | |")
     return "\n".join(lines)

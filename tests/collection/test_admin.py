@@ -222,6 +222,7 @@ def study_form_data(**overrides) -> dict:
         "relevant_top_k": "",
         "hidden_share": "0",
         "language": "en",
+        "score_model": "borda",
         # The change page's inline of the study's checks (none here).
         "checks-TOTAL_FORMS": "0",
         "checks-INITIAL_FORMS": "0",

@@ -66,6 +66,7 @@ EDITABLE_IN = {
     "quality_min_self_agreement": ALL,
     "quality_max_failed_checks": ALL,
     "check_rate": UNTIL_FINISHED,
+    "score_model": UNTIL_FINISHED,
 }
 # A valid new value of each setting of the admin form and the API, for the study of make_study()
 # (15 items, n_b = 3, α = 0.5, M = 4). A budget replaces M: both change together.
@@ -108,6 +109,7 @@ CHANGES = {
     "quality_min_self_agreement": {"quality_min_self_agreement": 0.75},
     "quality_max_failed_checks": {"quality_max_failed_checks": 3},
     "check_rate": {"check_rate": 0.2},
+    "score_model": {"score_model": "bradley_terry"},
 }
 
 

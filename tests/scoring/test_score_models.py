@@ -135,6 +135,12 @@ def test_relabelling_items_permutes_scores_and_swapping_sides_changes_nothing(se
     np.testing.assert_allclose(
         bradley_terry(right, left, 1 - outcome, 12), bradley_terry(left, right, outcome, 12), atol=1e-6
     )
+    # The worker-aware model: the same scores and reliabilities, each annotator's left bias π → 1 − π.
+    noisy = noisy_bradley_terry(left, right, outcome, annotator, 12, tolerance=1e-13)
+    swapped = noisy_bradley_terry(right, left, 1 - outcome, annotator, 12, tolerance=1e-13)
+    np.testing.assert_allclose(swapped.score, noisy.score, atol=1e-4)
+    np.testing.assert_allclose(swapped.reliability, noisy.reliability, atol=1e-4)
+    np.testing.assert_allclose(swapped.left_bias, 1 - noisy.left_bias, atol=1e-4)
 
 
 def test_scores_from_votes_dispatches_and_counts_only_the_ballots_asked_for():
