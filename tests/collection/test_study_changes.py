@@ -518,7 +518,7 @@ def test_the_card_lists_the_changes_without_who_or_private_values(researcher_cli
     downloaded = client.get(reverse("metrics:card-json", args=[study.slug])).content.decode()
 
     assert (card["version"], card["changes"]) == (
-        8,  # card version 8: people and simulated annotators apart, and the checks (docs/model-owners.md)
+        9,  # card version 9: the score model that made the ranking, and every model side by side
         [
             {
                 "changed_at": moment.isoformat(),
