@@ -37,7 +37,7 @@ import numpy as np
 
 from metrics.correlation import ranks_from_scores, weighted_spearman
 from metrics.evaluation import Z_95
-from metrics.metrology import BallotVotes, half_ranking_scores
+from metrics.metrology import BallotVotes, replicate_scores
 from scoring.agreement import majority_agreement
 from scoring.quality import binomial_two_sided_p
 
@@ -428,9 +428,11 @@ def split_half_differences(
 
         d_s = ½[(ρ_w(J_A, C_B) − ρ_w(C_A, C_B)) + (ρ_w(J_B, C_A) − ρ_w(C_B, C_A))],
 
-    C_h the crowd's scores from the votes of half h, J_h the judge's (``judge_ballots``: the same
+    C_h the crowd's scores ȳ from the votes of half h, J_h the judge's (``judge_ballots``: the same
     ballots, each vote the judge's outcome on its pair, undecided pairs' votes left out), each ranked by
-    (last ballot reached, ȳ) as ``metrology.split_half_reliability`` ranks a half. Over the items of
+    its ȳ alone (Eq. 5, 6). Not by (last ballot reached, ȳ) as ``metrology.split_half_reliability`` ranks
+    a half for the card: the tiers are the crowd's selection, the same in all four rankings, and they
+    carry most of ρ_w's weight, so with them a judge that decides at random ranks "like the crowd". Over the items of
     ``inside`` that all four measured (at least three). Returns arrays ``difference``, ``judge_rho_w``
     (the mean of its two) and ``crowd_rho_w`` (NaN for a split without three such items).
     """
@@ -443,7 +445,7 @@ def split_half_differences(
         block = max(1, _BLOCK_CELLS // votes)  # at most about _BLOCK_CELLS multiplicities at a time
         return np.vstack(
             [
-                half_ranking_scores(
+                replicate_scores(
                     ballots,
                     item_count,
                     [half[start : start + block, ballot.annotator].astype(np.float64) for ballot in ballots],

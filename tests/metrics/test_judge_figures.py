@@ -20,6 +20,7 @@ from metrics.correlation import weighted_spearman
 from metrics.judges import judge_pairs, judge_result
 from metrics.selectors import final_scores
 from tests.factories import annotators, disagreeing_crowd, make_study, vote_until
+from tests.metrics.conftest import study_voted_to_the_end
 
 pytestmark = pytest.mark.django_db
 
@@ -262,3 +263,32 @@ def test_a_per_area_study_gives_a_judge_its_coefficients_per_area(split_area_stu
     development = Item.objects.filter(study=split_area_study, hidden=False)
     assert result["ranking"]["items"] == split_area_study.items.count()
     assert result["ranking"]["covered"] == development.count()
+
+
+@pytest.fixture(scope="module")
+def adaptive_study(django_db_setup, django_db_blocker):
+    """66 items (12 tokens), 4 ballots of α = 0.5 (66, 33, 17, 9 items), 10 appearances, voted to the end
+    by 16 annotators of a crowd that disagrees (careless and one-sided annotators among them): the
+    adaptive design whose ballots' tiers a verdict must not hand to the judge."""
+    yield from study_voted_to_the_end(
+        django_db_blocker, voters=16, crowd_seed=3, tokens=12, ballot_count=4, appearances=10, seed=21
+    )
+
+
+@pytest.mark.parametrize("judge", ["random", "always left"])
+def test_across_ballots_a_judge_blind_to_the_items_is_worse_than_the_crowds_half(adaptive_study, judge):
+    pairs = judge_pairs(study=adaptive_study)
+    decisions = (
+        np.random.default_rng(5).choice([1.0, 0.0], size=pairs.count)
+        if judge == "random"
+        else np.ones(pairs.count)
+    )
+    verdict = evaluate_judge(adaptive_study, decisions)["verdict"]
+    assert verdict["direction"] == "worse than the crowd", verdict["sentence"]
+    assert verdict["difference"]["interval"][1] < 0
+
+
+def test_across_ballots_the_crowds_own_votes_measure_like_the_crowd(adaptive_study):
+    pairs, tally, first = crowd_in_judge_orientation(adaptive_study)
+    verdict = evaluate_judge(adaptive_study, copy_decisions(tally, first))["verdict"]
+    assert verdict["direction"] != "worse than the crowd", verdict["sentence"]
