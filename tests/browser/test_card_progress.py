@@ -36,7 +36,7 @@ def test_the_progress_moves_then_the_card_appears_without_a_reload(
     page.evaluate("window.sameDocument = true")
     bar = page.locator("progress#card-progress")
     expect(bar).to_have_attribute("value", "0")
-    expect(page.locator("#card-progress-text")).to_have_text("Computing the instrument card: step 1 of 7")
+    expect(page.locator("#card-progress-text")).to_have_text("Computing the instrument card: step 1 of 8")
     expect(page.get_by_text("A card of 28 items takes about 60 seconds to compute.")).to_be_visible()
     assert asked == [("metrics.instrument_card", study.pk)]
 
@@ -45,7 +45,7 @@ def test_the_progress_moves_then_the_card_appears_without_a_reload(
 
     def third_step(replicates):  # the page, while the computation has reported two steps done
         expect(page.locator("#card-progress-text")).to_have_text(
-            "Computing the instrument card: step 3 of 7", timeout=10_000
+            "Computing the instrument card: step 3 of 8", timeout=10_000
         )
         expect(bar).to_have_attribute("value", "2")
         expect(page.get_by_role("button", name="Stop checking by itself")).to_be_visible()
